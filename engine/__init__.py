@@ -1,0 +1,1 @@
+"""perfdoctor.engine"""

@@ -1,0 +1,147 @@
+"""Turn a snapshot's signal values into present / absent findings, with the values and entities behind them."""
+from dataclasses import dataclass, field
+from statistics import mean, median
+
+from perfdoctor.engine.peers import robust_outliers
+from perfdoctor.kb.loader import KB, change_finding_id
+from perfdoctor.symptoms.snapshot import Snapshot
+
+
+@dataclass
+class Observation:
+    """One evaluated finding: present or absent, why, and where."""
+    finding: str
+    signal: str
+    present: bool
+    detail: str
+    entities: list[str] = field(default_factory=list)
+
+
+AGGREGATES = {"max": max, "min": min, "median": median, "mean": mean}
+
+
+def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
+    """Evaluate every finding whose inputs are in the snapshot; the rest stay unknown (absent from the result)."""
+    out = {}
+    for sid, signal in kb.signals.items():
+        if sid not in snap.current:
+            continue
+        for finding in signal.findings:
+            obs = _evaluate_rule(kb, snap, sid, signal, finding)
+            if obs is not None:
+                out[finding.id] = obs
+    if snap.changes is not None:
+        for cid in kb.changes:
+            fid = change_finding_id(cid)
+            present = cid in snap.changes
+            out[fid] = Observation(fid, "changes", present, "reported" if present else "not among the reported changes")
+    return out
+
+
+def _values(v) -> dict:
+    return v if isinstance(v, dict) else {"all": v}
+
+
+def _fmt(x, unit=""):
+    if isinstance(x, float):
+        text = f"{x:.3g}"
+    else:
+        text = str(x)
+    return f"{text} {unit}".strip() if unit and unit not in ("fraction", "bool", "string", "list", "count") else text
+
+
+def _evaluate_rule(kb, snap, sid, signal, finding):
+    rule, cur = finding.rule, _values(snap.current[sid])
+    kind, unit = rule.kind, signal.unit
+    entity_named = isinstance(snap.current[sid], dict)
+    if kind in ("above", "below"):
+        agg = AGGREGATES[rule.aggregate or ("max" if kind == "above" else "min")]
+        bound = rule.above if kind == "above" else rule.below
+        value = agg(cur.values())
+        hit = [e for e, v in cur.items() if (v > bound if kind == "above" else v < bound)]
+        present = value > bound if kind == "above" else value < bound
+        detail = f"{sid} {_fmt(value, unit)} ({rule.aggregate or ('max' if kind == 'above' else 'min')}) " \
+                 f"{'>' if kind == 'above' else '<'} {bound:g}" if present else \
+                 f"{sid} {_fmt(value, unit)}, not {'above' if kind == 'above' else 'below'} {bound:g}"
+        return Observation(finding.id, sid, present, detail, hit if entity_named and present else [])
+    if kind in ("ratio_up", "ratio_down"):
+        if sid not in snap.baseline:
+            return None
+        now, base = mean(cur.values()), mean(_values(snap.baseline[sid]).values())
+        ratio = now / base if base else (float("inf") if now > 0 else 1.0)
+        present = ratio >= rule.ratio_up if kind == "ratio_up" else ratio <= rule.ratio_down
+        detail = f"{sid} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
+        return Observation(finding.id, sid, present, detail)
+    if kind == "over_slo":
+        bound = (snap.context.get("slo") or {}).get(sid)
+        if bound is None:
+            return None
+        value = max(cur.values())
+        present = value > bound
+        detail = f"{sid} {_fmt(value, unit)} {'>' if present else '<='} SLO {bound:g} {unit}"
+        return Observation(finding.id, sid, present, detail, [e for e, v in cur.items() if v > bound] if entity_named and present else [])
+    if kind == "outlier":
+        if not entity_named:
+            return None
+        o = rule.outlier
+        if len(cur) < o.min_peers:
+            return None
+        flagged = robust_outliers(cur, o.direction, o.min_z, o.min_rel, o.min_peers)
+        med = median(cur.values())
+        if flagged:
+            worst = sorted(flagged, key=flagged.get, reverse=True)
+            shown = ", ".join(f"{e}={_fmt(cur[e], unit)}" for e in worst[:5]) + (" ..." if len(worst) > 5 else "")
+            detail = f"{sid} {o.direction} outlier vs peer median {_fmt(med, unit)}: {shown} ({len(worst)} of {len(cur)})"
+        else:
+            detail = f"{sid}: no {o.direction} outlier among {len(cur)} (median {_fmt(med, unit)})"
+        return Observation(finding.id, sid, bool(flagged), detail, sorted(flagged, key=flagged.get, reverse=True))
+    if kind == "equals":
+        hit = [e for e, v in cur.items() if v == rule.equals]
+        present = bool(hit)
+        detail = f"{sid} = {rule.equals} on {', '.join(hit) if entity_named else 'the service'}" if present \
+            else f"{sid} is {', '.join(sorted({str(v) for v in cur.values()}))}"
+        return Observation(finding.id, sid, present, detail, hit if entity_named else [])
+    if kind == "contains_any":
+        wanted = set(rule.contains_any)
+        hit = [e for e, v in cur.items() if wanted & set(v)]
+        present = bool(hit)
+        seen = sorted({r for v in cur.values() for r in v} & wanted)
+        detail = f"{sid} includes {', '.join(seen)}" + (f" on {', '.join(hit)}" if entity_named else "") if present \
+            else f"{sid}: none of {', '.join(sorted(wanted))}"
+        return Observation(finding.id, sid, present, detail, hit if entity_named else [])
+    if kind == "fraction_of":
+        other = snap.current.get(rule.fraction_of.signal)
+        if other is None:
+            return None
+        other = _values(other)
+        pairs = {e: (v, other.get(e, other.get("all"))) for e, v in cur.items()}
+        if "all" in other and len(other) == 1:
+            pairs = {e: (v, other["all"]) for e, v in cur.items()}
+        ratios = {e: v / o for e, (v, o) in pairs.items() if o}
+        if not ratios:
+            return None
+        hit = [e for e, r in ratios.items() if r >= rule.fraction_of.above]
+        top = max(ratios, key=ratios.get)
+        detail = f"{sid}/{rule.fraction_of.signal} up to {ratios[top]:.2f}" + (f" on {top}" if entity_named else "")
+        return Observation(finding.id, sid, bool(hit), detail, hit if entity_named else [])
+    if kind == "tail_ratio_up":
+        t = rule.tail_ratio_up
+        if t.median_signal not in snap.current:
+            return None
+        p99, p50 = mean(cur.values()), mean(_values(snap.current[t.median_signal]).values())
+        if p50 <= 0:
+            return None
+        now = p99 / p50
+        if sid in snap.baseline and t.median_signal in snap.baseline:
+            b99 = mean(_values(snap.baseline[sid]).values())
+            b50 = mean(_values(snap.baseline[t.median_signal]).values())
+            if b50 <= 0 or b99 <= 0:
+                return None
+            base = b99 / b50
+            present = now / base >= t.factor
+            detail = f"{sid}/{t.median_signal} {base:.2f} -> {now:.2f} (x{now / base:.2f})"
+        else:
+            present = now >= t.absolute
+            detail = f"{sid}/{t.median_signal} = {now:.2f} (no baseline; threshold {t.absolute:g})"
+        return Observation(finding.id, sid, present, detail)
+    raise AssertionError(f"unhandled rule kind {kind}")

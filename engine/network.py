@@ -1,0 +1,113 @@
+"""The Bayesian network: root causes -> mechanisms -> findings with noisy-OR CPDs, compiled from the KB.
+
+Two views of one model: `NoisyOrNetwork` holds the arrays perfdoctor's own exact inference uses
+(built at cold start, no pgmpy import), and `to_pgmpy` builds the same network as a pgmpy
+DiscreteBayesianNetwork for checking and for users who want pgmpy's tools.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfdoctor.kb.loader import KB
+
+OFF, ON = "off", "on"
+
+
+@dataclass
+class NoisyOrNetwork:
+    """Parameters of the three-layer noisy-OR network.
+
+    P(cause on) = prior. P(mechanism on | causes) = 1 - (1 - leak) * prod over active causes of (1 - s).
+    Mechanism findings have mechanism parents only; signature findings have root-cause parents only
+    (`kb check` enforces this split, the inference relies on it).
+    """
+    causes: list[str]
+    prior: np.ndarray            # (n_causes,)
+    mechanisms: list[str]
+    mech_leak: np.ndarray        # (n_mech,)
+    cause_mech: np.ndarray       # (n_causes, n_mech) strengths, 0 = no edge
+    mech_findings: list[str]
+    mech_finding_leak: np.ndarray  # (n_mf,)
+    mech_finding: np.ndarray     # (n_mech, n_mf) strengths
+    sig_findings: list[str]
+    sig_leak: np.ndarray         # (n_sf,)
+    cause_sig: np.ndarray        # (n_causes, n_sf) strengths
+
+    @property
+    def findings(self) -> list[str]:
+        return self.mech_findings + self.sig_findings
+
+
+def compile_network(kb: KB) -> NoisyOrNetwork:
+    """Arrays from the KB; findings no edge reaches are left out (they carry no evidence)."""
+    causes = sorted(kb.root_causes)
+    mechs = sorted(kb.mechanisms)
+    mech_targets = sorted({e.target for m in kb.mechanisms.values() for e in m.effects})
+    sig_targets = sorted({e.target for rc in kb.root_causes.values() for e in rc.signatures})
+    ci, mi = {c: i for i, c in enumerate(causes)}, {m: i for i, m in enumerate(mechs)}
+    mfi, sfi = {f: i for i, f in enumerate(mech_targets)}, {f: i for i, f in enumerate(sig_targets)}
+    cause_mech = np.zeros((len(causes), len(mechs)))
+    cause_sig = np.zeros((len(causes), len(sig_targets)))
+    mech_finding = np.zeros((len(mechs), len(mech_targets)))
+    for rc in kb.root_causes.values():
+        for e in rc.mechanisms:
+            cause_mech[ci[rc.id], mi[e.target]] = e.strength
+        for e in rc.signatures:
+            cause_sig[ci[rc.id], sfi[e.target]] = e.strength
+    for m in kb.mechanisms.values():
+        for e in m.effects:
+            mech_finding[mi[m.id], mfi[e.target]] = e.strength
+    return NoisyOrNetwork(
+        causes=causes, prior=np.array([kb.root_causes[c].prior for c in causes]),
+        mechanisms=mechs, mech_leak=np.array([kb.mechanisms[m].leak for m in mechs]), cause_mech=cause_mech,
+        mech_findings=mech_targets, mech_finding_leak=np.array([kb.findings[f].leak for f in mech_targets]),
+        mech_finding=mech_finding,
+        sig_findings=sig_targets, sig_leak=np.array([kb.findings[f].leak for f in sig_targets]), cause_sig=cause_sig)
+
+
+def _noisy_or_cpd(TabularCPD, var, parents, strengths, leak):
+    """Full table of a leaky noisy-OR, states named explicitly (pgmpy's NoisyORCPD has no leak)."""
+    n = len(parents)
+    cols = []
+    for idx in range(2 ** n):
+        bits = [(idx >> (n - 1 - k)) & 1 for k in range(n)]   # pgmpy: first parent varies slowest
+        q = (1 - leak) * np.prod([(1 - s) if b else 1.0 for s, b in zip(strengths, bits)])
+        cols.append((q, 1 - q))
+    values = np.array(cols).T if cols else np.array([[1 - leak], [leak]])
+    return TabularCPD(var, 2, values.reshape(2, -1), evidence=parents or None,
+                      evidence_card=[2] * n or None,
+                      state_names={var: [OFF, ON], **{p: [OFF, ON] for p in parents}})
+
+
+def to_pgmpy(net: NoisyOrNetwork):
+    """The same network as a pgmpy DiscreteBayesianNetwork (imports pgmpy: slow, so only on demand)."""
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    model = DiscreteBayesianNetwork()
+    cpds = []
+    for i, c in enumerate(net.causes):
+        model.add_node(c)
+        cpds.append(TabularCPD(c, 2, [[1 - net.prior[i]], [net.prior[i]]], state_names={c: [OFF, ON]}))
+    for j, m in enumerate(net.mechanisms):
+        parents = [net.causes[i] for i in np.nonzero(net.cause_mech[:, j])[0]]
+        model.add_node(m)
+        model.add_edges_from((p, m) for p in parents)
+        cpds.append(_noisy_or_cpd(TabularCPD, m, parents, [net.cause_mech[net.causes.index(p), j] for p in parents],
+                                  net.mech_leak[j]))
+    for k, f in enumerate(net.mech_findings):
+        parents = [net.mechanisms[j] for j in np.nonzero(net.mech_finding[:, k])[0]]
+        model.add_node(f)
+        model.add_edges_from((p, f) for p in parents)
+        cpds.append(_noisy_or_cpd(TabularCPD, f, parents,
+                                  [net.mech_finding[net.mechanisms.index(p), k] for p in parents],
+                                  net.mech_finding_leak[k]))
+    for k, f in enumerate(net.sig_findings):
+        parents = [net.causes[i] for i in np.nonzero(net.cause_sig[:, k])[0]]
+        model.add_node(f)
+        model.add_edges_from((p, f) for p in parents)
+        cpds.append(_noisy_or_cpd(TabularCPD, f, parents, [net.cause_sig[net.causes.index(p), k] for p in parents],
+                                  net.sig_leak[k]))
+    model.add_cpds(*cpds)
+    model.check_model()
+    return model

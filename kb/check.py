@@ -1,0 +1,136 @@
+"""`kb check`: schema issues from loading plus graph checks, each returning a list of Issues."""
+import networkx as nx
+
+from perfdoctor.engine.graph import build_graph, causal_subgraph, node
+from perfdoctor.kb.loader import KB, Issue
+
+
+def check_kb(kb: KB) -> list[Issue]:
+    """All issues: schema problems first, then every graph check."""
+    g = build_graph(kb)
+    issues = list(kb.issues)
+    for check in (check_references, check_acyclic, check_reachable, check_probes,
+                  check_finding_roles, check_rules, check_remedies, check_sources, check_unused):
+        issues.extend(check(kb, g))
+    return issues
+
+
+def _file(kb, entry_id):
+    return kb.source_file.get(entry_id, "kb")
+
+
+def check_references(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    out = []
+    for rc in kb.root_causes.values():
+        for i, eff in enumerate(rc.mechanisms):
+            if eff.target not in kb.mechanisms:
+                out.append(Issue(_file(kb, rc.id), rc.id, f"mechanisms[{i}].target", f"unknown mechanism '{eff.target}'"))
+        for i, eff in enumerate(rc.signatures):
+            if eff.target not in kb.findings:
+                out.append(Issue(_file(kb, rc.id), rc.id, f"signatures[{i}].target", f"unknown finding '{eff.target}'"))
+    for mech in kb.mechanisms.values():
+        for i, eff in enumerate(mech.effects):
+            if eff.target not in kb.findings:
+                out.append(Issue(_file(kb, mech.id), mech.id, f"effects[{i}].target", f"unknown finding '{eff.target}'"))
+    for probe in kb.probes.values():
+        for i, sid in enumerate(probe.fills):
+            if sid != "changes" and sid not in kb.signals:
+                out.append(Issue(_file(kb, probe.id), probe.id, f"fills[{i}]", f"unknown signal '{sid}'"))
+    for tech in kb.technologies.values():
+        for i, sid in enumerate(tech.retest):
+            if sid not in kb.signals:
+                out.append(Issue(_file(kb, tech.id), tech.id, f"retest[{i}]", f"unknown signal '{sid}'"))
+    return out
+
+
+def check_acyclic(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    causal = causal_subgraph(g)
+    if nx.is_directed_acyclic_graph(causal):
+        return []
+    cycle = " -> ".join(u for u, _ in nx.find_cycle(causal))
+    return [Issue("kb", "", "", f"causal graph has a cycle: {cycle}")]
+
+
+def check_reachable(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """Every root cause must reach at least one finding that some signal measures."""
+    out = []
+    for rc in kb.root_causes.values():
+        reach = nx.descendants(g, node("root_cause", rc.id))
+        if not any(g.nodes[n].get("kind") == "finding" for n in reach):
+            out.append(Issue(_file(kb, rc.id), rc.id, "mechanisms", "reaches no observable finding"))
+    for mech in kb.mechanisms.values():
+        if not any(g.nodes[n].get("kind") == "finding" for n in g.successors(node("mechanism", mech.id))):
+            out.append(Issue(_file(kb, mech.id), mech.id, "effects", "mechanism shows no finding"))
+    return out
+
+
+def check_probes(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """Every signal (hence every finding) must be filled by at least one probe."""
+    filled = {sid for p in kb.probes.values() for sid in p.fills}
+    out = []
+    for sid in list(kb.signals) + (["changes"] if kb.changes else []):
+        if sid not in filled:
+            out.append(Issue(_file(kb, sid) if sid in kb.signals else "kb/probes.yaml", sid, "", "no probe fills this signal"))
+    return out
+
+
+def check_finding_roles(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """A finding is shown by mechanisms or is a root-cause signature, never both (the inference relies on it)."""
+    out = []
+    for fid in kb.findings:
+        roles = {d["role"] for _, _, d in g.in_edges(node("finding", fid), data=True)}
+        if {"shows", "signature"} <= roles:
+            out.append(Issue(_file(kb, fid), fid, "", "finding is both a mechanism effect and a root-cause signature"))
+    return out
+
+
+def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """Rules must fit their signal's kind, and any second signal they name must exist."""
+    numeric = {"above", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "tail_ratio_up"}
+    out = []
+    for sid, signal in kb.signals.items():
+        for f in signal.findings:
+            kind = f.rule.kind
+            bad = (kind in numeric and signal.kind in ("bool", "string", "list")) or \
+                  (kind == "contains_any" and signal.kind != "list")
+            if bad:
+                out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"'{kind}' does not apply to a {signal.kind} signal"))
+            other = (f.rule.fraction_of.signal if f.rule.fraction_of else
+                     f.rule.tail_ratio_up.median_signal if f.rule.tail_ratio_up else None)
+            if other and other not in kb.signals:
+                out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"unknown signal '{other}'"))
+            if kind == "contains_any" and signal.values:
+                for v in set(f.rule.contains_any) - set(signal.values):
+                    out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"'{v}' is not one of the signal's values"))
+    return out
+
+
+def check_remedies(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    out = []
+    for rc in kb.root_causes.values():
+        for i, rid in enumerate(rc.remedies):
+            if rid not in kb.technologies:
+                out.append(Issue(_file(kb, rc.id), rc.id, f"remedies[{i}]", f"unknown technology or action '{rid}'"))
+    return out
+
+
+def check_sources(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """Sources must look like URLs (or name a practice with 'practice:')."""
+    out = []
+    for table in (kb.root_causes, kb.mechanisms, kb.technologies, kb.signals):
+        for entry in table.values():
+            for i, src in enumerate(entry.sources):
+                if not (src.startswith("https://") or src.startswith("http://") or src.startswith("practice:")):
+                    out.append(Issue(_file(kb, entry.id), entry.id, f"sources[{i}]", f"not a URL or 'practice:' note: {src!r}"))
+            if table is not kb.signals and not entry.sources:
+                out.append(Issue(_file(kb, entry.id), entry.id, "sources", "no source given"))
+    return out
+
+
+def check_unused(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """Findings no cause or mechanism explains carry no evidence: a warning, so they get wired or removed."""
+    out = []
+    for fid in kb.findings:
+        if g.in_degree(node("finding", fid)) <= 1:  # only the signal's own measured_as edge
+            out.append(Issue(_file(kb, fid), fid, "", "no mechanism or root cause explains this finding", "warning"))
+    return out

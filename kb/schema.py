@@ -1,0 +1,183 @@
+"""Pydantic schemas for every knowledge-base entry. Field order is the order an on-call engineer reads."""
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Bottleneck = Literal["compute", "vram", "memory_bandwidth", "communication", "scheduling", "service_quality"]
+Layer = Literal["model_architecture", "kernel", "inference_engine", "inference_algorithm",
+                "distributed_inference", "training_engine", "distributed_control", "cluster_control",
+                "hardware", "network", "storage", "gateway"]
+EntityKind = Literal["service", "gpu", "rank", "node", "replica", "link"]
+Probability = float
+
+
+class Entry(BaseModel):
+    """Common base: unknown keys are errors, so a typo never passes silently."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Translation(Entry):
+    """Chinese text for the user-facing fields of an entry."""
+    title: str | None = None
+    description: str | None = None
+    definition: str | None = None
+    cannot_fix: list[str] | None = None
+    counterexample: str | None = None
+    why: str | None = None
+
+
+class Outlier(Entry):
+    """Robust peer test: |x - median| / (1.4826 * MAD) >= min_z and |x - median| / median >= min_rel."""
+    direction: Literal["low", "high"]
+    min_z: float = 3.5
+    min_rel: float = 0.1
+    min_peers: int = 4
+
+
+class FractionOf(Entry):
+    """This signal divided by another signal of the same entity, compared with a bound."""
+    signal: str
+    above: float
+
+
+class TailRatioUp(Entry):
+    """P99/P50 of now over P99/P50 of the baseline (or over `absolute` without a baseline)."""
+    median_signal: str
+    factor: float = 1.5
+    absolute: float = 4.0
+
+
+class Rule(Entry):
+    """Exactly one test that turns a signal into a present/absent finding."""
+    above: float | None = None
+    below: float | None = None
+    ratio_up: float | None = None
+    ratio_down: float | None = None
+    over_slo: bool | None = None
+    outlier: Outlier | None = None
+    equals: str | bool | float | None = None
+    contains_any: list[str] | None = None
+    fraction_of: FractionOf | None = None
+    tail_ratio_up: TailRatioUp | None = None
+    aggregate: Literal["max", "min", "median", "mean"] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        tests = [k for k in type(self).model_fields if k != "aggregate" and getattr(self, k) is not None]
+        if len(tests) != 1:
+            raise ValueError(f"a rule needs exactly one test, got {tests or 'none'}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in type(self).model_fields if k != "aggregate" and getattr(self, k) is not None)
+
+
+class Finding(Entry):
+    id: str
+    title: str
+    rule: Rule
+    leak: Probability = Field(0.05, gt=0, lt=1, description="P(present) with no modelled cause active")
+    zh: Translation | None = None
+
+
+class Signal(Entry):
+    id: str
+    title: str
+    unit: str
+    kind: Literal["number", "fraction", "count", "bool", "string", "list"]
+    range: tuple[float, float] | None = None
+    values: list[str] | None = None
+    entity: EntityKind
+    definition: str
+    findings: list[Finding] = []
+    sources: list[str] = []
+    zh: Translation | None = None
+
+
+class Change(Entry):
+    """Something that changed before the regression; reported changes are findings `changed_<id>`."""
+    id: str
+    title: str
+    description: str
+    leak: Probability = Field(gt=0, lt=1, description="P(this change is reported) when no modelled cause is active")
+    zh: Translation | None = None
+
+
+class Effect(Entry):
+    """A causal edge with its noisy-OR strength: P(target | source alone active)."""
+    target: str
+    strength: Probability = Field(gt=0, lt=1)
+
+
+class Mechanism(Entry):
+    id: str
+    title: str
+    description: str
+    bottlenecks: list[Bottleneck]
+    leak: Probability = Field(gt=0, lt=1)
+    effects: list[Effect]
+    sources: list[str]
+    zh: Translation | None = None
+
+
+class RootCause(Entry):
+    id: str
+    title: str
+    description: str
+    bottlenecks: list[Bottleneck] = Field(min_length=1)
+    layer: Layer
+    prior: Probability = Field(gt=0, lt=1)
+    mechanisms: list[Effect] = Field(min_length=1)
+    signatures: list[Effect] = []
+    localizes_to: EntityKind
+    remedies: list[str] = Field(min_length=1)
+    sources: list[str] = Field(min_length=1)
+    zh: Translation | None = None
+
+
+class Probe(Entry):
+    id: str
+    title: str
+    command: str
+    promql: str | None = None
+    tool: str
+    cost_min: float = Field(gt=0)
+    disruptive: bool
+    fills: list[str] = Field(min_length=1)
+    zh: Translation | None = None
+
+
+class Technology(Entry):
+    """A technology or an operational action: what it relieves, worsens, cannot fix, and how it fails."""
+    id: str
+    title: str
+    kind: Literal["technology", "action"]
+    layer: Layer
+    description: str
+    relieves: list[Bottleneck] = Field(min_length=1)
+    can_worsen: list[Bottleneck] = []
+    cannot_fix: list[str] = Field(min_length=1)
+    counterexample: str = Field(min_length=10)
+    retest: list[str] = Field(min_length=1)
+    sources: list[str] = Field(min_length=1)
+    zh: Translation | None = None
+
+    @field_validator("cannot_fix")
+    @classmethod
+    def _no_empty_items(cls, v):
+        if any(not s.strip() for s in v):
+            raise ValueError("empty item")
+        return v
+
+
+class NamedItem(Entry):
+    id: str
+    title: str
+    description: str
+    zh: Translation | None = None
+
+
+class Classes(Entry):
+    bottlenecks: list[NamedItem]
+    layers: list[NamedItem]

@@ -1,0 +1,1 @@
+"""perfdoctor: root-cause diagnosis for slow GPU inference and training."""

@@ -1,0 +1,1 @@
+"""perfdoctor.symptoms"""

@@ -1,0 +1,141 @@
+"""Snapshot files (YAML or JSON): what was observed, validated against the KB's signal vocabulary."""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfdoctor.errors import InputError
+from perfdoctor.kb.loader import KB
+from perfdoctor.yamlio import load_file
+
+TOP_KEYS = {"context", "changes", "baseline", "current"}
+CONTEXT_KEYS = {
+    "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
+    "engine": str, "slo": dict, "versions": dict, "model": dict, "model_config": str, "tp": int, "pp": int,
+    "dp": int, "description": str, "metric_definitions": dict, "window": str, "tokens_per_step": (int, float),
+}
+
+
+@dataclass
+class Snapshot:
+    """Observed evidence. Signal values are scalars or {entity: value} mappings."""
+    source: str
+    context: dict = field(default_factory=dict)
+    changes: list[str] | None = None
+    baseline: dict = field(default_factory=dict)
+    current: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_snapshot(path: str | Path, kb: KB) -> Snapshot:
+    """Read and validate a snapshot file; bad input raises InputError naming file and key."""
+    shown = str(path)
+    data = load_file(path, shown)
+    return parse_snapshot(data, kb, shown)
+
+
+def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
+    """Validate a snapshot mapping. Unknown signals, changes and context keys become warnings."""
+    if not isinstance(data, dict):
+        raise InputError(where, "", "a snapshot must be a mapping with context, changes, baseline, current")
+    snap = Snapshot(source=where)
+    for key in data:
+        if key not in TOP_KEYS:
+            snap.warnings.append(f"{where}: {key}: unknown top-level key, ignored (expected {', '.join(sorted(TOP_KEYS))})")
+    snap.context = _context(data.get("context") or {}, kb, where, snap.warnings)
+    snap.changes = _changes(data.get("changes", None), kb, where, snap.warnings)
+    for part in ("baseline", "current"):
+        values = data.get(part) or {}
+        if not isinstance(values, dict):
+            raise InputError(where, part, "must be a mapping of signal -> value")
+        setattr(snap, part, {sid: v for sid, v in
+                             ((sid, _signal_value(kb, sid, value, where, f"{part}.{sid}", snap.warnings))
+                              for sid, value in values.items()) if v is not None})
+    if not snap.current:
+        raise InputError(where, "current", "no known signal observed: nothing to diagnose")
+    return snap
+
+
+def _context(ctx, kb, where, warnings):
+    if not isinstance(ctx, dict):
+        raise InputError(where, "context", "must be a mapping")
+    for key, value in ctx.items():
+        expected = CONTEXT_KEYS.get(key)
+        if expected is None:
+            warnings.append(f"{where}: context.{key}: unknown context key, kept as is")
+        elif not isinstance(value, expected) or isinstance(value, bool):
+            raise InputError(where, f"context.{key}", f"expected {_type_name(expected)}, got {value!r}")
+    if ctx.get("workload") not in (None, "inference", "training"):
+        raise InputError(where, "context.workload", f"must be 'inference' or 'training', got {ctx['workload']!r}")
+    for sid, bound in (ctx.get("slo") or {}).items():
+        if sid not in kb.signals:
+            warnings.append(f"{where}: context.slo.{sid}: unknown signal, SLO ignored")
+        elif not _is_number(bound) or bound <= 0:
+            raise InputError(where, f"context.slo.{sid}", f"must be a positive number, got {bound!r}")
+    return dict(ctx)
+
+
+def _changes(changes, kb, where, warnings):
+    if changes is None:
+        return None
+    if not isinstance(changes, list) or not all(isinstance(c, str) for c in changes):
+        raise InputError(where, "changes", "must be a list of change names")
+    known = []
+    for c in changes:
+        if c in kb.changes:
+            known.append(c)
+        else:
+            warnings.append(f"{where}: changes: unknown change '{c}' ignored (known: {', '.join(sorted(kb.changes))})")
+    return known
+
+
+def _signal_value(kb, sid, value, where, key, warnings):
+    """Check one signal's value (scalar or per-entity mapping); None means 'dropped with a warning'."""
+    signal = kb.signals.get(sid)
+    if signal is None:
+        warnings.append(f"{where}: {key}: unknown signal, ignored")
+        return None
+    if isinstance(value, dict):
+        if not value:
+            raise InputError(where, key, "empty per-entity mapping")
+        return {str(entity): _scalar(signal, v, where, f"{key}.{entity}", warnings) for entity, v in value.items()}
+    return _scalar(signal, value, where, key, warnings)
+
+
+def _scalar(signal, value, where, key, warnings):
+    kind = signal.kind
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise InputError(where, key, f"expected true or false, got {value!r}")
+        return value
+    if kind == "string":
+        if not isinstance(value, str):
+            raise InputError(where, key, f"expected a string, got {value!r}")
+        if signal.values and value not in signal.values:
+            warnings.append(f"{where}: {key}: unusual value {value!r} (known: {', '.join(signal.values)})")
+        return value
+    if kind == "list":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(where, key, f"expected a list of strings, got {value!r}")
+        for v in value:
+            if signal.values and v not in signal.values:
+                warnings.append(f"{where}: {key}: unknown value {v!r} (known: {', '.join(signal.values)})")
+        return list(value)
+    if not _is_number(value):
+        raise InputError(where, key, f"expected a number in {signal.unit}, got {value!r}")
+    value = float(value)
+    lo, hi = signal.range or (float("-inf"), float("inf"))
+    if kind == "fraction" and hi <= 1.5 and hi < value <= 100:
+        warnings.append(f"{where}: {key}: {value:g} looks like a percent; read as {value / 100:g} (fractions are 0-1)")
+        value /= 100
+    if not lo <= value <= hi:
+        raise InputError(where, key, f"{value:g} is outside the valid range {lo:g}..{hi:g} {signal.unit}")
+    return value
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _type_name(t):
+    return " or ".join(x.__name__ for x in t) if isinstance(t, tuple) else t.__name__
