@@ -6,10 +6,11 @@ from perfdoctor.errors import InputError
 from perfdoctor.kb.loader import KB
 from perfdoctor.yamlio import load_file
 
+WORKLOAD_ALIASES = {"serving": "inference", "inference": "inference", "train": "training", "training": "training"}
 TOP_KEYS = {"context", "changes", "baseline", "current"}
 CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
-    "engine": str, "slo": dict, "versions": dict, "model": dict, "model_config": str, "tp": int, "pp": int,
+    "engine": str, "slo": dict, "versions": dict, "model": (dict, str), "model_config": str, "tp": int, "pp": int,
     "dp": int, "description": str, "metric_definitions": dict, "window": str, "tokens_per_step": (int, float),
 }
 
@@ -63,6 +64,9 @@ def _context(ctx, kb, where, warnings):
             warnings.append(f"{where}: context.{key}: unknown context key, kept as is")
         elif not isinstance(value, expected) or isinstance(value, bool):
             raise InputError(where, f"context.{key}", f"expected {_type_name(expected)}, got {value!r}")
+    ctx = dict(ctx)
+    if ctx.get("workload") in WORKLOAD_ALIASES:
+        ctx["workload"] = WORKLOAD_ALIASES[ctx["workload"]]
     if ctx.get("workload") not in (None, "inference", "training"):
         raise InputError(where, "context.workload", f"must be 'inference' or 'training', got {ctx['workload']!r}")
     for sid, bound in (ctx.get("slo") or {}).items():
@@ -70,7 +74,7 @@ def _context(ctx, kb, where, warnings):
             warnings.append(f"{where}: context.slo.{sid}: unknown signal, SLO ignored")
         elif not _is_number(bound) or bound <= 0:
             raise InputError(where, f"context.slo.{sid}", f"must be a positive number, got {bound!r}")
-    return dict(ctx)
+    return ctx
 
 
 def _changes(changes, kb, where, warnings):

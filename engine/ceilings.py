@@ -1,0 +1,470 @@
+"""Hardware ceilings: the best this GPU could do for this model and load.
+
+A ceiling turns "throughput is low" into either "already near the limit" (fraction_of_ceiling close to 1:
+only more or faster hardware, or less work, helps) or "something is wrong" (far below it). Every ceiling
+comes from vendor peak specs, so it is an upper bound on throughput (a lower bound on time); real kernels
+reach perhaps 60-90 % of memory bandwidth and 40-70 % of tensor peak.
+
+fraction_of_ceiling is always "how close to the limit": observed/ceiling for rates and capacities,
+floor/observed for time floors (for the training step that is MFU).
+
+Inputs. context: gpu, model {params_b, active_params_b, layers, hidden_size, attention_heads, kv_heads,
+head_dim, weight_dtype, kv_dtype} or model_params_b or model_config (a Hugging Face config.json),
+tp, pp, gpus_per_replica, replicas, gpu_memory_utilization, gpus, tokens_per_step or global_batch_size and
+seq_len, interconnect, gpus_per_node, allreduce {n, message_bytes, link, link_gb_s}.
+signals: {signal_id: number or {entity: number}}. A plain number for a serving signal is read as the whole
+service and divided by context.replicas (default 1); a mapping is averaged over its replicas.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfdoctor.errors import InputError
+from perfdoctor.kb.hardware_schema import GpuSpec, Hardware, load_hardware, match_gpu, match_interconnect
+from perfdoctor.yamlio import load_file
+
+DTYPE_BYTES = {
+    "float32": 4, "fp32": 4, "float": 4,
+    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
+    "fp8": 1, "float8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1,
+    "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
+}
+MODEL_KEYS = ("params_b", "active_params_b", "layers", "hidden_size", "attention_heads", "kv_heads",
+              "head_dim", "weight_dtype", "kv_dtype")
+MOE_CONFIG_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size")
+
+
+@dataclass
+class Ceiling:
+    """One limit, with the formula and inputs that produced it and, when known, the observed value."""
+    id: str
+    title: str
+    value: float
+    unit: str
+    formula: str
+    inputs: dict
+    observed: float | None = None
+    fraction_of_ceiling: float | None = None
+
+
+@dataclass
+class ModelFacts:
+    """What the ceilings need to know about the model; None where it was not given."""
+    params_b: float | None = None
+    active_params_b: float | None = None
+    layers: float | None = None
+    hidden_size: float | None = None
+    attention_heads: float | None = None
+    kv_heads: float | None = None
+    head_dim: float | None = None
+    weight_bytes_per_param: float = 2
+    kv_bytes_per_elem: float = 2
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params_b is not None and self.params_b is not None and self.active_params_b < self.params_b
+
+    @property
+    def active_b(self) -> float | None:
+        return self.active_params_b or self.params_b
+
+    @property
+    def weight_bytes(self) -> float | None:
+        return self.params_b * 1e9 * self.weight_bytes_per_param if self.params_b else None
+
+    @property
+    def kv_bytes_per_token(self) -> float | None:
+        if None in (self.layers, self.kv_heads, self.head_dim):
+            return None
+        return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_bytes_per_elem
+
+
+# ---------------------------------------------------------------- small helpers
+
+def _f(x: float) -> str:
+    """A number as a person reads it: 1,955 or 0.01637."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.4g}"
+
+
+def _gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:.4g} GB"
+
+
+def _pos(value, key: str, where: str = "context") -> float:
+    """A positive number, or an InputError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InputError(where, key, f"must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _opt(mapping: dict, key: str, where: str = "context", prefix: str = "") -> float | None:
+    value = mapping.get(key)
+    return None if value is None else _pos(value, prefix + key, where)
+
+
+def _dtype_bytes(name, key: str) -> float | None:
+    if name is None or str(name).lower() == "auto":
+        return None
+    try:
+        return DTYPE_BYTES[str(name).lower()]
+    except KeyError:
+        raise InputError("context", key, f"unknown dtype {name!r}; known: {', '.join(DTYPE_BYTES)}") from None
+
+
+def _signal(signals: dict, key: str, how: str = "mean", replicas: float = 1.0) -> float | None:
+    """A signal as one number. how: 'mean' (a per-request average), 'per_replica' (a plain number is the
+    whole service, divided by replicas) or 'max' (the slowest rank)."""
+    value = signals.get(key)
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        nums = [_pos_or_zero(v, key) for v in value.values()]
+        if not nums:
+            return None
+        return max(nums) if how == "max" else sum(nums) / len(nums)
+    value = _pos_or_zero(value, key)
+    return value / replicas if how == "per_replica" else value
+
+
+def _pos_or_zero(value, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise InputError("signals", key, f"must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _skip(warnings: list, ceiling_id: str, needs: dict) -> bool:
+    """Record a warning and return True when any needed input is None."""
+    missing = [k for k, v in needs.items() if v is None]
+    if missing:
+        warnings.append(f"{ceiling_id} skipped: missing {', '.join(missing)}")
+    return bool(missing)
+
+
+def _fraction(observed: float | None, ceiling: float) -> float | None:
+    return None if observed is None or ceiling <= 0 else observed / ceiling
+
+
+# ---------------------------------------------------------------- model facts
+
+def read_hf_config(path: str, base_dir: Path | None = None) -> tuple[dict, list[str]]:
+    """Model facts from a Hugging Face config.json, and notes on what could not be read."""
+    p = Path(path)
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir) / p
+    cfg = load_file(p, shown=str(path))
+    if not isinstance(cfg, dict):
+        raise InputError(str(path), "", "expected a JSON object")
+    if "num_hidden_layers" not in cfg and isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg["text_config"], "torch_dtype": cfg.get("torch_dtype", cfg["text_config"].get("torch_dtype"))}
+    first = lambda *keys: next((cfg[k] for k in keys if cfg.get(k) is not None), None)  # noqa: E731
+    facts = {
+        "layers": first("num_hidden_layers", "n_layer", "num_layers"),
+        "hidden_size": first("hidden_size", "n_embd", "d_model"),
+        "attention_heads": first("num_attention_heads", "n_head"),
+        "kv_heads": first("num_key_value_heads") or (1 if cfg.get("multi_query") else None),
+        "head_dim": first("head_dim"),
+        "weight_dtype": _config_weight_dtype(cfg),
+    }
+    notes = []
+    if cfg.get("kv_lora_rank"):
+        facts.update(kv_heads=None, head_dim=None)
+        notes.append(f"{path}: MLA attention (kv_lora_rank): the 2*layers*kv_heads*head_dim KV formula does not "
+                     "apply; give context.model.kv_heads and head_dim for an equivalent, or KV ceilings are skipped")
+    params, note = _params_from_config(cfg)
+    if params:
+        facts["params_b"] = params / 1e9
+    if note:
+        notes.append(f"{path}: {note}")
+    return {k: v for k, v in facts.items() if v is not None}, notes
+
+
+def _config_weight_dtype(cfg: dict) -> str | None:
+    quant = cfg.get("quantization_config") or {}
+    bits = quant.get("bits") or quant.get("w_bit")
+    if bits in (4, 8):
+        return {4: "int4", 8: "int8"}[bits]
+    if "fp8" in str(quant.get("quant_method", "")).lower():
+        return "fp8"
+    return cfg.get("torch_dtype") or cfg.get("dtype")
+
+
+def _params_from_config(cfg: dict) -> tuple[float | None, str | None]:
+    """Parameter count of a dense Llama-style decoder (gated MLP), or (None, why not)."""
+    if any(cfg.get(k) for k in MOE_CONFIG_KEYS):
+        return None, "mixture-of-experts config: give context.model.params_b and active_params_b"
+    need = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    if any(not cfg.get(k) for k in need):
+        return None, "cannot count parameters from this config: give context.model.params_b"
+    v, h, n_layers, heads = cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    head_dim = cfg.get("head_dim") or h // heads
+    attention = h * heads * head_dim * 2 + h * kv_heads * head_dim * 2   # q and o, k and v
+    mlp = 3 * h * cfg["intermediate_size"]                                # gate, up, down
+    embeddings = v * h * (1 if cfg.get("tie_word_embeddings") else 2)
+    return n_layers * (attention + mlp) + embeddings, None
+
+
+def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | None = None) -> ModelFacts | None:
+    """Merge model_config, model_params_b and model (later wins); None when the context names no model."""
+    warnings = [] if warnings is None else warnings
+    given = context.get("model") or {}
+    if not isinstance(given, dict):
+        raise InputError("context", "model", "must be a mapping")
+    for key in given:
+        if key not in MODEL_KEYS:
+            raise InputError("context", f"model.{key}", f"unknown key; expected one of {', '.join(MODEL_KEYS)}")
+    facts: dict = {}
+    if context.get("model_config"):
+        from_config, notes = read_hf_config(context["model_config"], base_dir)
+        facts.update(from_config)
+        warnings.extend(notes)
+    if context.get("model_params_b") is not None:
+        facts["params_b"] = context["model_params_b"]
+    facts.update({k: v for k, v in given.items() if v is not None})
+    if not facts:
+        return None
+    nums = {k: _opt(facts, k, prefix="model.") for k in MODEL_KEYS if k not in ("weight_dtype", "kv_dtype")}
+    m = ModelFacts(**nums)
+    m.kv_heads = m.kv_heads or m.attention_heads
+    if m.head_dim is None and m.hidden_size and m.attention_heads:
+        m.head_dim = m.hidden_size / m.attention_heads
+    weight = _dtype_bytes(facts.get("weight_dtype"), "model.weight_dtype")
+    if weight is None:
+        m.notes.append("weight_dtype not given: 2 bytes/param (bf16/fp16) assumed")
+    m.weight_bytes_per_param = weight or 2
+    kv = _dtype_bytes(facts.get("kv_dtype"), "model.kv_dtype")
+    m.kv_bytes_per_elem = kv or (m.weight_bytes_per_param if m.weight_bytes_per_param >= 2 else 2)
+    return m
+
+
+# ---------------------------------------------------------------- the ceilings
+
+def weight_bytes_ceiling(m: ModelFacts, gpus: float) -> Ceiling:
+    value = m.weight_bytes
+    return Ceiling(
+        "weight_bytes", "Model weight bytes (whole replica)", value, "bytes",
+        f"{_f(m.params_b)}e9 params * {m.weight_bytes_per_param:g} bytes/param = {_f(value)} bytes "
+        f"({_gb(value)}; {_gb(value / gpus)} per GPU over {gpus:g} GPUs)",
+        {"params_b": m.params_b, "weight_bytes_per_param": m.weight_bytes_per_param, "gpus_per_replica": gpus,
+         "weight_bytes_per_gpu": value / gpus})
+
+
+def kv_per_token_ceiling(m: ModelFacts) -> Ceiling:
+    value = m.kv_bytes_per_token
+    return Ceiling(
+        "kv_bytes_per_token", "KV-cache bytes per token", value, "bytes/token",
+        f"2 (K and V) * {m.layers:g} layers * {m.kv_heads:g} kv_heads * {m.head_dim:g} head_dim * "
+        f"{m.kv_bytes_per_elem:g} bytes = {_f(value)} bytes/token",
+        {"layers": m.layers, "kv_heads": m.kv_heads, "head_dim": m.head_dim, "kv_bytes_per_elem": m.kv_bytes_per_elem})
+
+
+def decode_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, batch: float, ctx: float,
+                   observed: float | None) -> Ceiling:
+    """Memory-bound decode: each step reads the weights once and every running sequence's KV cache."""
+    weights = m.active_b * 1e9 * m.weight_bytes_per_param if m.is_moe else m.weight_bytes
+    kv = batch * ctx * m.kv_bytes_per_token
+    step = (weights + kv) / (gpu.hbm_bw_bytes_s * gpus)
+    value = batch / step
+    moe = " (MoE: active weights only, a loose bound)" if m.is_moe else ""
+    return Ceiling(
+        "decode_tokens_per_s", "Decode throughput ceiling per replica (HBM bandwidth)", value, "tokens/s",
+        f"step >= (weights {_gb(weights)}{moe} + {batch:g} seqs * {_f(ctx)} tokens * {_f(m.kv_bytes_per_token)} B "
+        f"= {_gb(weights + kv)}) / ({gpu.hbm_bw_tb_s:g} TB/s * {gpus:g} GPUs) = {step * 1e3:.4g} ms; "
+        f"{batch:g} / {step:.4g} s = {_f(value)} tokens/s",
+        {"weight_bytes_read": weights, "batch": batch, "context_tokens": ctx,
+         "kv_bytes_per_token": m.kv_bytes_per_token, "hbm_bw_tb_s": gpu.hbm_bw_tb_s, "gpus_per_replica": gpus,
+         "step_floor_s": step},
+        observed, _fraction(observed, value))
+
+
+def prefill_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, observed: float | None) -> Ceiling:
+    """Compute-bound prefill: 2 FLOPs per active parameter per token (attention FLOPs left out)."""
+    flops = gpu.tensor_tflops * 1e12 * gpus
+    value = flops / (2 * m.active_b * 1e9)
+    return Ceiling(
+        "prefill_tokens_per_s", "Prefill throughput ceiling per replica (16-bit tensor peak)", value, "tokens/s",
+        f"{gpu.tensor_tflops:g} TFLOPS * {gpus:g} GPUs / (2 * {_f(m.active_b)}e9 active params) = {_f(value)} tokens/s",
+        {"tensor_tflops": gpu.tensor_tflops, "gpus_per_replica": gpus, "active_params_b": m.active_b},
+        observed, _fraction(observed, value))
+
+
+def kv_capacity_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, util: float,
+                        observed: float | None) -> Ceiling | str:
+    """Tokens of KV cache that fit beside the weights; a warning string when the weights do not fit."""
+    usable = gpu.hbm_bytes * util * gpus
+    free = usable - m.weight_bytes
+    if free <= 0:
+        return (f"kv_capacity_tokens skipped: weights {_gb(m.weight_bytes)} exceed usable memory {_gb(usable)} "
+                f"({gpus:g} x {gpu.hbm_gb:g} GiB x {util:g})")
+    value = free / m.kv_bytes_per_token
+    return Ceiling(
+        "kv_capacity_tokens", "KV-cache capacity per replica", value, "tokens",
+        f"({gpus:g} GPUs * {gpu.hbm_gb:g} GiB * {util:g} - weights {_gb(m.weight_bytes)}) / "
+        f"{_f(m.kv_bytes_per_token)} B/token = {_f(value)} tokens",
+        {"hbm_bytes_per_gpu": gpu.hbm_bytes, "gpu_memory_utilization": util, "gpus_per_replica": gpus,
+         "weight_bytes": m.weight_bytes, "kv_bytes_per_token": m.kv_bytes_per_token},
+        observed, _fraction(observed, value))
+
+
+def training_step_ceiling(m: ModelFacts, gpu: GpuSpec, n_gpus: float, tokens: float,
+                          observed: float | None) -> Ceiling:
+    """6 FLOPs per active parameter per token (forward + backward); MFU = floor / observed step time."""
+    flops = 6 * m.active_b * 1e9 * tokens
+    value = flops / (n_gpus * gpu.tensor_tflops * 1e12)
+    return Ceiling(
+        "train_step_time_floor_s", "Training step time floor (16-bit tensor peak)", value, "s",
+        f"6 * {_f(m.active_b)}e9 active params * {_f(tokens)} tokens / ({n_gpus:g} GPUs * {gpu.tensor_tflops:g} "
+        f"TFLOPS) = {value:.4g} s" + (f"; MFU = {value:.4g} / {observed:.4g} s" if observed else ""),
+        {"active_params_b": m.active_b, "tokens_per_step": tokens, "gpus": n_gpus, "tensor_tflops": gpu.tensor_tflops},
+        observed, _fraction(value, observed) if observed else None)
+
+
+def allreduce_ceilings(n: float, message_bytes: float, link_gb_s: float, link: str,
+                       observed_s: float | None, observed_busbw: float | None) -> list[Ceiling]:
+    """Ring all-reduce: each GPU sends and receives 2(n-1)/n of the message over its own link."""
+    factor = 2 * (n - 1) / n
+    value = factor * message_bytes / (link_gb_s * 1e9)
+    inputs = {"ranks": n, "message_bytes": message_bytes, "link_gb_s": link_gb_s, "link": link}
+    return [
+        Ceiling("allreduce_time_floor_s", "All-reduce time floor (ring, link bandwidth)", value, "s",
+                f"2 * ({n:g} - 1) / {n:g} * {_gb(message_bytes)} / {link_gb_s:g} GB/s ({link}) = {value:.4g} s",
+                inputs, observed_s, _fraction(value, observed_s) if observed_s else None),
+        Ceiling("allreduce_busbw_gb_s", "All-reduce bus bandwidth ceiling (link, per direction)", link_gb_s, "GB/s",
+                f"busbw <= {link_gb_s:g} GB/s per direction ({link}); in-network reduction (NVLS, SHARP) can beat it",
+                inputs, observed_busbw, _fraction(observed_busbw, link_gb_s)),
+    ]
+
+
+# ---------------------------------------------------------------- putting it together
+
+def _gpu(context: dict, hardware: Hardware, warnings: list) -> GpuSpec | None:
+    name = context.get("gpu")
+    if name is None:
+        warnings.append("no context.gpu: ceilings that need GPU specs are skipped")
+        return None
+    gpu = match_gpu(str(name), hardware)
+    if gpu is None:
+        warnings.append(f"unknown GPU {name!r}: ceilings that need its specs are skipped")
+    return gpu
+
+
+def _gpus_per_replica(context: dict) -> float:
+    if context.get("gpus_per_replica") is not None:
+        return _pos(context["gpus_per_replica"], "gpus_per_replica")
+    return (_opt(context, "tp") or 1) * (_opt(context, "pp") or 1)
+
+
+def _tokens_per_step(context: dict) -> float | None:
+    if context.get("tokens_per_step") is not None:
+        return _pos(context["tokens_per_step"], "tokens_per_step")
+    batch, seq = _opt(context, "global_batch_size"), _opt(context, "seq_len")
+    return batch * seq if batch and seq else None
+
+
+def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
+    replicas = _opt(context, "replicas") or 1
+    batch = _signal(signals, "requests_running", "per_replica", replicas)
+    prompt, output = _signal(signals, "prompt_tokens_mean"), _signal(signals, "output_tokens_mean")
+    ctx = prompt + output / 2 if prompt is not None and output is not None else None
+    out: list[Ceiling] = []
+    needs = {"requests_running": batch, "prompt_tokens_mean": prompt, "output_tokens_mean": output,
+             "model kv_bytes_per_token": m.kv_bytes_per_token, "model params_b": m.weight_bytes}
+    if not _skip(warnings, "decode_tokens_per_s", needs):
+        if batch == 0:
+            warnings.append("decode_tokens_per_s skipped: requests_running is 0 (idle)")
+        else:
+            observed = _signal(signals, "output_tokens_per_s", "per_replica", replicas)
+            out.append(decode_ceiling(m, gpu, gpus, batch, ctx, observed))
+    rate = _signal(signals, "request_rate_rps", "per_replica", replicas)
+    hit = _signal(signals, "prefix_cache_hit_rate") or 0.0
+    prefill_obs = rate * prompt * (1 - min(hit, 1.0)) if rate is not None and prompt is not None else None
+    out.append(prefill_ceiling(m, gpu, gpus, prefill_obs))
+    if m.kv_bytes_per_token is not None and m.weight_bytes is not None:
+        util = _opt(context, "gpu_memory_utilization") or 0.9
+        in_use = batch * ctx if batch is not None and ctx is not None else None
+        cap = kv_capacity_ceiling(m, gpu, gpus, util, in_use)
+        (warnings.append(cap) if isinstance(cap, str) else out.append(cap))
+    return out
+
+
+def _training(m, gpu, context, signals, warnings) -> list[Ceiling]:
+    tokens = _tokens_per_step(context)
+    n_gpus = _opt(context, "gpus") or _opt(context, "world_size")
+    if _skip(warnings, "train_step_time_floor_s", {"tokens_per_step (or global_batch_size and seq_len)": tokens,
+                                                   "gpus": n_gpus}):
+        return []
+    return [training_step_ceiling(m, gpu, n_gpus, tokens, _signal(signals, "step_time_s", "max"))]
+
+
+def _link(context: dict, ar: dict, gpu: GpuSpec | None, n: float, hardware: Hardware) -> tuple[float | None, str]:
+    """Per-direction GB/s of the link each GPU all-reduces over, and its name."""
+    if ar.get("link_gb_s") is not None:
+        return _pos(ar["link_gb_s"], "allreduce.link_gb_s"), "given"
+    name = ar.get("link") or (context.get("interconnect") if n > (_opt(context, "gpus_per_node") or 8) else None)
+    if name and str(name).lower() not in ("nvlink", "pcie"):
+        link = match_interconnect(str(name), hardware)
+        if link is None:
+            raise InputError("context", "allreduce.link" if ar.get("link") else "interconnect",
+                             f"unknown link {name!r}")
+        return link.gb_s, link.title
+    if gpu is None:
+        return None, ""
+    if gpu.nvlink_gb_s and str(name or "nvlink").lower() == "nvlink":
+        return gpu.nvlink_gb_s / 2, f"NVLink {gpu.nvlink_gb_s:g} GB/s bidirectional / 2"
+    why = "" if str(name).lower() == "pcie" else ", no NVLink on this GPU"
+    return gpu.pcie_gb_s, f"PCIe Gen{gpu.pcie_gen} x16 per direction{why}"
+
+
+def _allreduce(m, gpu, context, signals, hardware, warnings) -> list[Ceiling]:
+    ar = context.get("allreduce") or {}
+    if not isinstance(ar, dict):
+        raise InputError("context", "allreduce", "must be a mapping")
+    n = _opt(ar, "n", prefix="allreduce.") or _opt(context, "gpus") or _opt(context, "world_size")
+    message = _opt(ar, "message_bytes", prefix="allreduce.")
+    if message is None and m is not None and m.params_b:
+        message = m.params_b * 1e9 * 2 / _gpus_per_replica(context)   # bf16 gradients of one model shard
+    link_gb_s, link = _link(context, ar, gpu, n or 0, hardware)
+    if _skip(warnings, "allreduce_time_floor_s", {"allreduce.n (or gpus)": n, "allreduce.message_bytes": message,
+                                                  "link bandwidth (GPU specs or allreduce.link)": link_gb_s}):
+        return []
+    if n < 2:
+        warnings.append("allreduce_time_floor_s skipped: needs at least 2 ranks")
+        return []
+    step, comm = _signal(signals, "step_time_s", "max"), _signal(signals, "comm_time_frac")
+    observed_s = step * comm if step is not None and comm else None
+    return allreduce_ceilings(n, message, link_gb_s, link, observed_s, _signal(signals, "nccl_busbw_gb_per_s"))
+
+
+def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Path | None = None,
+                     hardware: Hardware | None = None) -> tuple[list[Ceiling], list[str]]:
+    """Every ceiling the context and signals allow, and a warning for each one skipped."""
+    if not isinstance(context, dict):
+        raise InputError("context", "", "must be a mapping")
+    signals = signals or {}
+    hardware = hardware or load_hardware()
+    warnings: list[str] = []
+    gpu = _gpu(context, hardware, warnings)
+    m = resolve_model(context, base_dir, warnings)
+    gpus = _gpus_per_replica(context)
+    out: list[Ceiling] = []
+    if m is None:
+        warnings.append("no model in context (model, model_params_b or model_config): model ceilings are skipped")
+    else:
+        warnings.extend(m.notes)
+        if not _skip(warnings, "weight_bytes", {"model params_b": m.params_b}):
+            out.append(weight_bytes_ceiling(m, gpus))
+        if not _skip(warnings, "kv_bytes_per_token", {"model layers": m.layers, "model kv_heads": m.kv_heads,
+                                                      "model head_dim": m.head_dim}):
+            out.append(kv_per_token_ceiling(m))
+    serving = any(k in signals for k in ("requests_running", "output_tokens_per_s", "prompt_tokens_mean"))
+    training = "step_time_s" in signals or any(k in context for k in ("tokens_per_step", "global_batch_size"))
+    if gpu is not None and m is not None and m.active_b is not None:
+        if serving:
+            out.extend(_serving(m, gpu, gpus, context, signals, warnings))
+        if training:
+            out.extend(_training(m, gpu, context, signals, warnings))
+    elif gpu is not None and m is not None and (serving or training):
+        warnings.append("throughput ceilings skipped: missing model params_b")
+    if "allreduce" in context or "nccl_busbw_gb_per_s" in signals:
+        out.extend(_allreduce(m, gpu, context, signals, hardware, warnings))
+    return out, warnings

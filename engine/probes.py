@@ -1,0 +1,105 @@
+"""Next probes ranked by expected information gain about the root causes, per minute of work."""
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from perfdoctor.engine.inference import ExactInference, Joint
+from perfdoctor.kb.loader import KB, change_finding_id
+
+MAX_MECH_FINDINGS = 4     # outcome combinations grow as 2^k: keep the most informative findings
+MAX_OUTCOME_BITS = 14
+
+
+@dataclass
+class ProbeSuggestion:
+    id: str
+    title: str
+    signals: list[str]
+    command: str
+    promql: str | None
+    cost: float
+    disruptive: bool
+    gain_bits: float
+
+    @property
+    def score(self) -> float:
+        return self.gain_bits / self.cost
+
+
+def probe_findings(kb: KB, inf: ExactInference, signals: list[str]) -> list[str]:
+    """Network findings that measuring `signals` would reveal."""
+    out = []
+    for sid in signals:
+        fids = [change_finding_id(c) for c in kb.changes] if sid == "changes" else \
+            [f.id for f in kb.signals[sid].findings]
+        out += [f for f in fids if f in inf.mech_index or f in inf.sig_index]
+    return out
+
+
+def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str]) -> list[ProbeSuggestion]:
+    """Probes with unmeasured signals, best expected gain per minute first.
+
+    Notes
+    -----
+    1. A probe is a candidate when at least one signal it fills is not yet known.
+    2. Its outcome is the joint present/absent state of the findings those signals would give.
+    3. Gain = sum over root causes of the mutual information I(cause; outcome | evidence), in bits:
+       several causes can be active, so each cause's own uncertainty counts.
+    4. Mechanism findings are handled exactly (through the enumerated mechanism states); cause-level
+       signature findings use the current posterior of their other parent causes (mean field).
+    5. Score = gain / cost in minutes; disruptive probes are not penalised here but are marked.
+    """
+    out = []
+    for probe in kb.probes.values():
+        unknown = [s for s in probe.fills if s not in known]
+        if not unknown:
+            continue
+        findings = [f for f in probe_findings(kb, inf, unknown) if f not in joint.evidence]
+        gain = expected_gain(inf, joint, findings) if findings else 0.0
+        out.append(ProbeSuggestion(probe.id, probe.title, unknown, probe.command, probe.promql,
+                                   probe.cost_min, probe.disruptive, gain))
+    out.sort(key=lambda p: (-p.score, p.cost, p.id))
+    return out
+
+
+def expected_gain(inf: ExactInference, joint: Joint, findings: list[str]) -> float:
+    mech = [inf.mech_index[f] for f in findings if f in inf.mech_index]
+    sig = [inf.sig_index[f] for f in findings if f in inf.sig_index]
+    if len(mech) > MAX_MECH_FINDINGS or len(mech) + len(sig) > MAX_OUTCOME_BITS:
+        single = {("m", k): _gain(inf, joint, [k], []) for k in mech}
+        single.update({("s", k): _gain(inf, joint, [], [k]) for k in sig})
+        best = sorted(single, key=single.get, reverse=True)
+        mech = [k for t, k in best if t == "m"][:MAX_MECH_FINDINGS]
+        sig = [k for t, k in best if t == "s"][:MAX_OUTCOME_BITS - len(mech)]
+    return _gain(inf, joint, mech, sig)
+
+
+def _gain(inf, joint, mech, sig):
+    pe, post = joint.evidence_prob, joint.cause_post
+    # mechanism findings: exact joint of (cause i on, outcome) through the enumerated states
+    outcomes = np.array(list(product((0, 1), repeat=len(mech))), dtype=bool).reshape(2 ** len(mech), len(mech))
+    cols = np.repeat(joint.L[:, None], len(outcomes), axis=1)
+    for col, k in enumerate(mech):
+        off = inf.P0[:, k]
+        cols *= np.where(outcomes[:, col][None, :], (1 - off)[:, None], off[:, None])
+    on_m = (joint.J.T @ cols) / pe                               # (n_causes, n_outcomes)
+    off_m = np.maximum((joint.D @ cols) / pe - on_m, 0.0)
+    # signature findings: mean field over the other parent causes
+    if sig:
+        q = inf.q_sig[:, sig]                                    # (n_causes, k)
+        q0 = inf.q0_sig[sig]
+        keep = 1 - post[:, None] * (1 - q)                       # E[q^C_i] per cause
+        rest = np.prod(keep, axis=0)[None, :] / keep             # other causes
+        f_off_on = q0[None, :] * q * rest                        # P(f off | cause i on)
+        f_off_off = q0[None, :] * rest                           # P(f off | cause i off)
+        sig_out = np.array(list(product((0, 1), repeat=len(sig))), dtype=bool).reshape(2 ** len(sig), len(sig))
+        p_on = np.prod(np.where(sig_out[None], 1 - f_off_on[:, None, :], f_off_on[:, None, :]), axis=2)
+        p_off = np.prod(np.where(sig_out[None], 1 - f_off_off[:, None, :], f_off_off[:, None, :]), axis=2)
+        on_m = (on_m[:, :, None] * p_on[:, None, :]).reshape(len(post), -1)
+        off_m = (off_m[:, :, None] * p_off[:, None, :]).reshape(len(post), -1)
+    p_out = on_m + off_m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term_on = np.where(on_m > 0, on_m * np.log2(on_m / (post[:, None] * p_out)), 0.0)
+        term_off = np.where(off_m > 0, off_m * np.log2(off_m / ((1 - post)[:, None] * p_out)), 0.0)
+    return float(max(np.nansum(term_on + term_off), 0.0))

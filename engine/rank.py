@@ -1,0 +1,170 @@
+"""Diagnosis: ranked hypotheses with causal chains, evidence for and against, localization and remedies."""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfdoctor.engine.findings import Observation, evaluate
+from perfdoctor.engine.inference import ExactInference, Joint
+from perfdoctor.engine.network import NoisyOrNetwork, compile_network
+from perfdoctor.engine.probes import ProbeSuggestion, rank_probes
+from perfdoctor.kb.loader import KB, load_kb, require_valid
+from perfdoctor.symptoms.snapshot import Snapshot
+
+MIN_EVIDENCE_SHIFT = 0.005
+
+
+@dataclass
+class Hypothesis:
+    id: str
+    title: str
+    probability: float
+    bottlenecks: list[str]
+    layer: str
+    description: str
+    chain: list[dict]
+    evidence: dict
+    localization: dict
+    remedies: list[dict]
+
+
+@dataclass
+class Diagnosis:
+    snapshot: Snapshot
+    observations: dict[str, Observation]
+    hypotheses: list[Hypothesis]
+    next_probes: list[ProbeSuggestion]
+    warnings: list[str] = field(default_factory=list)
+
+
+class Engine:
+    """Loaded once (cold start): the KB, its compiled network and the precomputed inference tables."""
+
+    def __init__(self, kb: KB):
+        self.kb = require_valid(kb)
+        self.net: NoisyOrNetwork = compile_network(kb)
+        self.inference = ExactInference(self.net)
+
+    @classmethod
+    def load(cls, kb_root=None) -> "Engine":
+        return cls(load_kb(kb_root) if kb_root else load_kb())
+
+    def evidence(self, observations: dict[str, Observation]) -> dict[str, bool]:
+        return {f: o.present for f, o in observations.items()
+                if f in self.inference.mech_index or f in self.inference.sig_index}
+
+    def diagnose(self, snap: Snapshot, top: int | None = None, with_probes: bool = True) -> Diagnosis:
+        observations = evaluate(self.kb, snap)
+        joint = self.inference.query(self.evidence(observations))
+        order = np.argsort(-joint.cause_post, kind="stable")
+        shown = order if top is None else order[:top]
+        loo = self._leave_one_out(joint)
+        hyps = [self._hypothesis(int(i), joint, observations, loo) for i in shown]
+        known = set(snap.current) | ({"changes"} if snap.changes is not None else set())
+        probes = rank_probes(self.kb, self.inference, joint, known) if with_probes else []
+        return Diagnosis(snap, observations, hyps, probes, list(snap.warnings) + self._coverage_warnings(snap, observations))
+
+    def _coverage_warnings(self, snap, observations):
+        out = []
+        ratio_only = [sid for sid in snap.current if sid in self.kb.signals and
+                      self.kb.signals[sid].findings and
+                      all(f.rule.kind in ("ratio_up", "ratio_down") for f in self.kb.signals[sid].findings)
+                      and sid not in snap.baseline]
+        if ratio_only:
+            out.append("no baseline for " + ", ".join(sorted(ratio_only)) +
+                       ": these signals cannot show a change and were not used")
+        return out
+
+    def _leave_one_out(self, joint: Joint) -> dict[str, np.ndarray]:
+        """P(cause | evidence without f) for every observed finding f.
+
+        Mechanism findings: exact, by dividing f's factor out of L(S). Signature findings: the
+        likelihood ratio of f for each cause under the current posterior of its other parents.
+        """
+        inf, post = self.inference, joint.cause_post
+        out = {}
+        mech = [(f, inf.mech_index[f], v) for f, v in joint.evidence.items() if f in inf.mech_index]
+        if mech:
+            factors = np.stack([(1 - inf.P0[:, k]) if v else inf.P0[:, k] for _, k, v in mech], axis=1)
+            Lm = joint.L[:, None] / factors
+            num, den = joint.J.T @ Lm, joint.D @ Lm
+            for col, (f, _, _) in enumerate(mech):
+                out[f] = num[:, col] / den[col]
+        for f, v in joint.evidence.items():
+            k = inf.sig_index.get(f)
+            if k is None:
+                continue
+            q, q0 = inf.q_sig[:, k], inf.q0_sig[k]
+            keep = 1 - post * (1 - q)
+            rest = np.prod(keep) / keep
+            off_on, off_off = q0 * q * rest, q0 * rest
+            lr = (off_on / off_off) if not v else (1 - off_on) / np.maximum(1 - off_off, 1e-300)
+            odds = post / np.maximum(1 - post, 1e-300) / lr
+            out[f] = odds / (1 + odds)
+        return out
+
+    def _hypothesis(self, i, joint, observations, loo) -> Hypothesis:
+        kb, net = self.kb, self.net
+        rc = kb.root_causes[net.causes[i]]
+        chain = self._chain(i, rc, joint, observations)
+        return Hypothesis(
+            id=rc.id, title=rc.title, probability=float(joint.cause_post[i]), bottlenecks=list(rc.bottlenecks),
+            layer=rc.layer, description=rc.description, chain=chain,
+            evidence=self._evidence(i, joint, observations, loo),
+            localization=self._localization(rc, chain),
+            remedies=[self._remedy(r) for r in rc.remedies])
+
+    def _chain(self, i, rc, joint, observations):
+        """Paths cause -> mechanism -> observed finding (and cause -> signature finding) that are present."""
+        weight = joint.J[:, i] * joint.L
+        total = weight.sum()
+        mech_given = (weight @ self.inference.bits) / total if total > 0 else np.zeros(len(self.net.mechanisms))
+        paths = []
+        for eff in sorted(rc.mechanisms, key=lambda e: -e.strength):
+            mech = self.kb.mechanisms[eff.target]
+            j = self.net.mechanisms.index(mech.id)
+            seen = [self._finding_step(e.target, observations) for e in mech.effects
+                    if e.target in observations and observations[e.target].present]
+            if seen:
+                paths.append({"mechanism": mech.id, "title": mech.title, "strength": eff.strength,
+                              "probability": round(float(mech_given[j]), 4), "findings": seen})
+        sigs = [self._finding_step(e.target, observations) for e in rc.signatures
+                if e.target in observations and observations[e.target].present]
+        if sigs:
+            paths.append({"mechanism": None, "title": "direct signature", "strength": None,
+                          "probability": None, "findings": sigs})
+        return paths
+
+    def _finding_step(self, fid, observations):
+        obs = observations[fid]
+        return {"id": fid, "title": self.kb.findings[fid].title, "observed": obs.detail, "entities": obs.entities}
+
+    def _evidence(self, i, joint, observations, loo):
+        p = float(joint.cause_post[i])
+        shifts = []
+        for f, without in loo.items():
+            delta = p - float(without[i])
+            if abs(delta) >= MIN_EVIDENCE_SHIFT:
+                obs = observations[f]
+                shifts.append({"finding": f, "present": obs.present, "observed": obs.detail,
+                               "shift": round(delta, 4)})
+        shifts.sort(key=lambda s: -abs(s["shift"]))
+        return {"for": [s for s in shifts if s["shift"] > 0], "against": [s for s in shifts if s["shift"] < 0]}
+
+    def _localization(self, rc, chain):
+        entities = {}
+        for path in chain:
+            for step in path["findings"]:
+                for e in step["entities"]:
+                    entities.setdefault(e, []).append(step["id"])
+        if entities:
+            text = "; ".join(f"{e} ({', '.join(sorted(set(fs)))})" for e, fs in entities.items())
+            return {"kind": rc.localizes_to, "entities": list(entities), "text": text}
+        where = "the whole service" if rc.localizes_to == "service" else \
+            f"not localized: compare every {rc.localizes_to} against its peers"
+        return {"kind": rc.localizes_to, "entities": [], "text": where}
+
+    def _remedy(self, rid):
+        tech = self.kb.technologies[rid]
+        return {"id": tech.id, "title": tech.title, "kind": tech.kind, "relieves": list(tech.relieves),
+                "can_worsen": list(tech.can_worsen), "cannot_fix": list(tech.cannot_fix),
+                "counterexample": tech.counterexample, "retest": list(tech.retest)}

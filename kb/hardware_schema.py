@@ -1,0 +1,149 @@
+"""Hardware specs as data: GPUs (kb/hardware/gpus.yaml) and scale-out links (kb/hardware/interconnects.yaml)."""
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from perfdoctor.errors import InputError
+from perfdoctor.kb.schema import Entry
+from perfdoctor.yamlio import load_file
+
+HARDWARE_DIR = Path(__file__).parent / "hardware"
+
+
+class GpuSpec(Entry):
+    """One GPU model. Dense tensor-core peaks; see the header of gpus.yaml for every unit."""
+    id: str
+    vendor: Literal["nvidia", "amd"]
+    title: str
+    names: list[str] = Field(min_length=1, description="as nvidia-smi / dcgm-exporter modelName print them")
+    aliases: list[str] = []
+    hbm_gb: float = Field(gt=0, description="datasheet GB, read as GiB")
+    hbm_bw_tb_s: float = Field(gt=0)
+    bf16_dense_tflops: float | None = Field(None, gt=0)
+    fp16_dense_tflops: float | None = Field(None, gt=0)
+    fp8_dense_tflops: float | None = Field(None, gt=0)
+    nvlink_gb_s: float | None = Field(None, gt=0, description="total bidirectional per GPU")
+    pcie_gen: int | None = Field(None, ge=3, le=6)
+    pcie_gb_s: float | None = Field(None, gt=0, description="x16, per direction")
+    pcie_datasheet_gb_s: float | None = Field(None, gt=0, description="datasheet figure, bidirectional")
+    tdp_w: float | None = Field(None, gt=0)
+    notes: str = ""
+    sources: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _pcie_consistent(self):
+        if self.pcie_gb_s and self.pcie_datasheet_gb_s and abs(self.pcie_datasheet_gb_s - 2 * self.pcie_gb_s) > 0.5:
+            raise ValueError("pcie_datasheet_gb_s (bidirectional) must be twice pcie_gb_s (per direction)")
+        return self
+
+    @property
+    def tensor_tflops(self) -> float | None:
+        """The 16-bit dense tensor peak: BF16, or FP16 where the GPU has no BF16 (V100)."""
+        return self.bf16_dense_tflops or self.fp16_dense_tflops
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.hbm_gb * 2**30
+
+    @property
+    def hbm_bw_bytes_s(self) -> float:
+        return self.hbm_bw_tb_s * 1e12
+
+
+class Interconnect(Entry):
+    """One scale-out port: InfiniBand or RoCE. gbit_s is per direction."""
+    id: str
+    kind: Literal["infiniband", "roce", "ethernet"]
+    title: str
+    names: list[str] = Field(min_length=1)
+    gbit_s: float = Field(gt=0)
+    lanes: int | None = Field(None, gt=0)
+    notes: str = ""
+    sources: list[str] = Field(min_length=1)
+
+    @property
+    def gb_s(self) -> float:
+        """Per direction, GB/s."""
+        return self.gbit_s / 8
+
+
+class Hardware(Entry):
+    gpus: list[GpuSpec]
+    interconnects: list[Interconnect]
+
+
+def normalize(name: str) -> str:
+    """Loose form of a GPU or link name: lower case, no vendor words, no spaces, hyphens or underscores."""
+    s = name.lower()
+    for word in ("nvidia", "tesla", "amd", "instinct"):
+        s = s.replace(word, "")
+    return re.sub(r"[\s\-_]+", "", s)
+
+
+def _load_list(path: Path, model):
+    raw = load_file(path)
+    if not isinstance(raw, list):
+        raise InputError(str(path), "", "expected a list of entries")
+    out = []
+    for i, item in enumerate(raw):
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(p) for p in err["loc"])
+            who = item.get("id", f"entry {i}") if isinstance(item, dict) else f"entry {i}"
+            raise InputError(str(path), f"{who}.{key}", err["msg"]) from None
+    return out
+
+
+def _check_unique(entries, path: Path, keys) -> None:
+    """Every id, name and alias (exact and normalized) must point at one entry only."""
+    seen: dict[str, str] = {}
+    for e in entries:
+        for label in keys(e):
+            for form in {label.lower(), normalize(label)}:
+                if seen.setdefault(form, e.id) != e.id:
+                    raise InputError(str(path), e.id, f"name {label!r} also matches {seen[form]!r}")
+
+
+@lru_cache(maxsize=4)
+def load_hardware(directory: Path = HARDWARE_DIR) -> Hardware:
+    """Load and check gpus.yaml and interconnects.yaml."""
+    gpus = _load_list(directory / "gpus.yaml", GpuSpec)
+    links = _load_list(directory / "interconnects.yaml", Interconnect)
+    _check_unique(gpus, directory / "gpus.yaml", lambda g: [g.id, *g.names, *g.aliases])
+    _check_unique(links, directory / "interconnects.yaml", lambda i: [i.id, *i.names])
+    return Hardware(gpus=gpus, interconnects=links)
+
+
+def _match(name: str, entries, exact, loose):
+    """Exact names (case-insensitive), then aliases, then the normalized form of all of them."""
+    key = name.strip().lower()
+    for labels in (exact, loose):
+        for e in entries:
+            if key in (s.lower() for s in labels(e)):
+                return e
+    key = normalize(name)
+    for e in entries:
+        if key in (normalize(s) for s in [e.id, *exact(e), *loose(e)]):
+            return e
+    return None
+
+
+def match_gpu(name: str, hardware: Hardware | None = None) -> GpuSpec | None:
+    """The GPU an nvidia-smi name, an alias or a loose spelling of either refers to; None if unknown."""
+    if not name or not name.strip():
+        return None
+    hw = hardware or load_hardware()
+    return _match(name, hw.gpus, lambda g: g.names, lambda g: [g.id, *g.aliases])
+
+
+def match_interconnect(name: str, hardware: Hardware | None = None) -> Interconnect | None:
+    """The link a name such as 'NDR', 'IB HDR' or 'RoCE 400G' refers to; None if unknown."""
+    if not name or not name.strip():
+        return None
+    hw = hardware or load_hardware()
+    return _match(name, hw.interconnects, lambda i: i.names, lambda i: [i.id])

@@ -1,0 +1,132 @@
+"""Render a Diagnosis as text, JSON or the Markdown report an engineer pastes into the incident ticket."""
+import json
+
+from perfdoctor.engine.rank import Diagnosis, Hypothesis
+from perfdoctor.kb.loader import KB
+
+RETEST_ALWAYS = "P50/P95/P99 of TTFT, ITL and end-to-end latency (or step time), throughput, cost per token, error rate"
+
+
+def to_dict(d: Diagnosis, probes: int = 5) -> dict:
+    return {
+        "hypotheses": [{"id": h.id, "title": h.title, "probability": round(h.probability, 4),
+                        "bottlenecks": h.bottlenecks, "layer": h.layer, "chain": h.chain,
+                        "evidence": h.evidence, "localization": h.localization, "remedies": h.remedies}
+                       for h in d.hypotheses],
+        "next_probes": [probe_dict(p) for p in d.next_probes[:probes]],
+        "observations": {f: {"present": o.present, "observed": o.detail, "entities": o.entities}
+                         for f, o in sorted(d.observations.items())},
+        "warnings": d.warnings,
+    }
+
+
+def probe_dict(p) -> dict:
+    return {"id": p.id, "title": p.title, "signals": p.signals, "command": p.command, "promql": p.promql,
+            "cost": p.cost, "disruptive": p.disruptive, "gain_bits": round(p.gain_bits, 4),
+            "gain_per_min": round(p.score, 4)}
+
+
+def to_json(d: Diagnosis, probes: int = 5) -> str:
+    return json.dumps(to_dict(d, probes), indent=2, ensure_ascii=False)
+
+
+def chain_line(h: Hypothesis) -> str:
+    """One line per path: cause -> mechanism -> observed finding."""
+    lines = []
+    for path in h.chain:
+        seen = "; ".join(f"{s['title']} [{s['observed']}]" for s in path["findings"])
+        if path["mechanism"]:
+            lines.append(f"{h.id} -> {path['title']} (P={path['probability']:.2f}) -> {seen}")
+        else:
+            lines.append(f"{h.id} -> {seen}")
+    return "\n".join(lines)
+
+
+def to_text(d: Diagnosis, show: int = 5, probes: int = 5) -> str:
+    out = []
+    for w in d.warnings:
+        out.append(f"warning: {w}")
+    if d.warnings:
+        out.append("")
+    out.append("Root-cause hypotheses (posterior probability; several can hold at once):")
+    for rank, h in enumerate(d.hypotheses[:show], 1):
+        out.append(f"{rank}. {h.id}  P={h.probability:.3f}  [{', '.join(h.bottlenecks)}; {h.layer}]")
+        out.append(f"   {h.title}: {h.description}")
+        for line in chain_line(h).splitlines():
+            out.append(f"   chain: {line}")
+        if h.evidence["for"]:
+            out.append("   for: " + "; ".join(f"{e['finding']} ({e['shift']:+.3f})" for e in h.evidence["for"][:5]))
+        if h.evidence["against"]:
+            out.append("   against: " + "; ".join(f"{e['finding']} ({e['shift']:+.3f})" for e in h.evidence["against"][:5]))
+        out.append(f"   where: {h.localization['text']}")
+        for r in h.remedies:
+            out.append(f"   remedy: {r['title']} ({r['kind']}). Risk: {r['counterexample']}")
+    out.append("")
+    out.append(probes_text(d.next_probes[:probes]))
+    return "\n".join(out) + "\n"
+
+
+def probes_text(probes) -> str:
+    out = ["Next probes (expected information gain per minute):"]
+    if not probes:
+        out.append("  none: every signal a probe fills is already known")
+    for p in probes:
+        flag = ", disruptive" if p.disruptive else ""
+        out.append(f"- {p.id}: {p.title} ({p.cost:g} min{flag}; {p.gain_bits:.3f} bits)")
+        out.append(f"    fills: {', '.join(p.signals)}")
+        out.append(f"    run: {p.command}")
+        if p.promql:
+            out.append(f"    promql: {p.promql}")
+    return "\n".join(out)
+
+
+def to_markdown(d: Diagnosis, kb: KB, show: int = 3, probes: int = 5) -> str:
+    ctx, snap = d.snapshot.context, d.snapshot
+    gpus = f"{ctx.get('nodes', '?')} nodes x {ctx.get('gpus_per_node', '?')} {ctx.get('gpu', 'GPU (unknown model)')}"
+    model = ctx.get("model_params_b") or (ctx.get("model") or {}).get("params_b")
+    versions = ", ".join(f"{k} {v}" for k, v in (ctx.get("versions") or {}).items()) or "not given"
+    top = d.hypotheses[0] if d.hypotheses else None
+    out = [f"# Performance incident: {top.title if top else 'no hypothesis'}", "",
+           "## Setting", "",
+           f"- Workload: {ctx.get('workload', 'not given')}; engine: {ctx.get('engine', 'not given')}; "
+           f"model: {str(model) + 'B parameters' if model else 'not given'}",
+           f"- Hardware: {gpus}",
+           f"- Versions: {versions}",
+           f"- What changed before the regression: {', '.join(snap.changes) if snap.changes else ('nothing reported' if snap.changes == [] else 'not asked yet')}",
+           f"- Evidence: {snap.source}", "",
+           "## What got slower", ""]
+    moved = [(f, o) for f, o in sorted(d.observations.items()) if o.present]
+    out += [f"- {kb.findings[f].title}: {o.detail}" + (f" ({', '.join(o.entities[:8])})" if o.entities else "")
+            for f, o in moved] or ["- no finding present"]
+    out += ["", "## Metric definitions", ""]
+    for sid in sorted(s for s in snap.current if s in kb.signals):
+        sig = kb.signals[sid]
+        out.append(f"- `{sid}` ({sig.unit}): {sig.definition}")
+    out += ["", "## Causal hypotheses", ""]
+    for rank, h in enumerate(d.hypotheses[:show], 1):
+        out += [f"### {rank}. {h.title} (`{h.id}`), P = {h.probability:.2f}", "",
+                f"{h.description}", "",
+                f"Bottlenecks: {', '.join(h.bottlenecks)}. Layer: {h.layer}. Where: {h.localization['text']}.", ""]
+        if h.chain:
+            out += ["Causal chain:", "", "```", chain_line(h), "```", ""]
+        if h.evidence["for"] or h.evidence["against"]:
+            out.append("| evidence | observed | shift in P |")
+            out.append("|---|---|---|")
+            for e in h.evidence["for"][:6] + h.evidence["against"][:6]:
+                out.append(f"| {e['finding']} ({'present' if e['present'] else 'absent'}) | {e['observed']} | {e['shift']:+.3f} |")
+            out.append("")
+        if h.remedies:
+            out += ["| remedy | how it can fail (counterexample) | cannot fix | re-test |", "|---|---|---|---|"]
+            for r in h.remedies:
+                out.append(f"| {r['title']} ({r['kind']}) | {r['counterexample']} | {'; '.join(r['cannot_fix'])} | "
+                           f"{', '.join(r['retest'])} |")
+            out.append("")
+    out += ["## What to re-test after any change", "",
+            f"- {RETEST_ALWAYS}, against the same baseline window and the same metric definitions.", "",
+            "## Next measurements", ""]
+    for p in d.next_probes[:probes]:
+        out.append(f"- **{p.title}** ({p.cost:g} min{', disruptive' if p.disruptive else ''}): `{p.command}`"
+                   f" (fills {', '.join(p.signals)})")
+    if d.warnings:
+        out += ["", "## Warnings", ""] + [f"- {w}" for w in d.warnings]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,295 @@
+"""Hardware ceilings checked against hand computations (written out in the comments), and GPU name matching."""
+import json
+
+import pytest
+
+from perfdoctor.engine.ceilings import compute_ceilings, read_hf_config
+from perfdoctor.errors import InputError
+from perfdoctor.kb.hardware_schema import load_hardware, match_gpu, match_interconnect
+
+H100 = "NVIDIA H100 80GB HBM3"
+GIB = 2**30
+
+# 13B dense MHA (Llama-2-13B shape), fp16.
+MODEL_13B = {"params_b": 13, "layers": 40, "hidden_size": 5120, "attention_heads": 40, "head_dim": 128,
+             "weight_dtype": "fp16", "kv_dtype": "fp16"}
+# 70B GQA (Llama-2-70B shape): 64 query heads share 8 KV heads.
+MODEL_70B = {"params_b": 70, "layers": 80, "hidden_size": 8192, "attention_heads": 64, "kv_heads": 8,
+             "head_dim": 128, "weight_dtype": "bf16"}
+
+
+def by_id(ceilings):
+    return {c.id: c for c in ceilings}
+
+
+# ---------------------------------------------------------------- hardware data
+
+def test_hardware_loads_with_sources_and_dense_numbers():
+    hw = load_hardware()
+    ids = {g.id for g in hw.gpus}
+    assert {"a100_sxm4_40gb", "a100_sxm4_80gb", "a100_pcie_80gb", "h100_sxm", "h100_pcie", "h100_nvl", "h200_sxm",
+            "h20", "l40s", "l4", "a10", "v100_sxm2_32gb", "b200", "gb200", "mi300x"} <= ids
+    for g in hw.gpus:
+        assert g.sources and all(s.startswith("https://") for s in g.sources), g.id
+        if g.pcie_gb_s:
+            assert g.pcie_datasheet_gb_s == 2 * g.pcie_gb_s, g.id   # datasheet figure is bidirectional
+    h100 = match_gpu("H100-SXM")
+    # The datasheet's 1,979 BF16 / 3,958 FP8 TFLOPS are with sparsity; dense is half.
+    assert (h100.hbm_gb, h100.hbm_bw_tb_s, h100.bf16_dense_tflops, h100.fp8_dense_tflops) == (80, 3.35, 989, 1979)
+    assert (h100.nvlink_gb_s, h100.pcie_gen, h100.tdp_w) == (900, 5, 700)
+    assert (h100.pcie_datasheet_gb_s, h100.pcie_gb_s) == (128, 64)   # bidirectional as printed, per direction
+    assert match_gpu("V100-SXM2-32GB").bf16_dense_tflops is None            # Volta: no BF16
+    assert match_gpu("V100-SXM2-32GB").tensor_tflops == 125                 # falls back to FP16
+    assert {i.id for i in hw.interconnects} >= {"ib_edr", "ib_hdr", "ib_ndr", "ib_ndr200", "roce_100g", "roce_200g",
+                                                "roce_400g"}
+
+
+@pytest.mark.parametrize("name, gpu_id", [
+    ("NVIDIA H100 80GB HBM3", "h100_sxm"),
+    ("nvidia h100 80gb hbm3", "h100_sxm"),
+    ("H100-SXM", "h100_sxm"),
+    ("H100", "h100_sxm"),
+    ("NVIDIA H100 PCIe", "h100_pcie"),
+    ("NVIDIA H100 NVL", "h100_nvl"),
+    ("NVIDIA A100-SXM4-80GB", "a100_sxm4_80gb"),
+    ("A100-SXM4-80GB", "a100_sxm4_80gb"),                 # older drivers print no "NVIDIA "
+    ("a100-80gb", "a100_sxm4_80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100_sxm4_40gb"),
+    ("A100-40GB", "a100_sxm4_40gb"),
+    ("NVIDIA A100 80GB PCIe", "a100_pcie_80gb"),
+    ("NVIDIA A100-PCIE-40GB", "a100_pcie_40gb"),
+    ("NVIDIA H200", "h200_sxm"),
+    ("NVIDIA H20", "h20"),
+    ("NVIDIA L40S", "l40s"),
+    ("NVIDIA L4", "l4"),
+    ("NVIDIA A10", "a10"),
+    ("Tesla V100-SXM2-32GB", "v100_sxm2_32gb"),
+    ("v100 sxm2 32gb", "v100_sxm2_32gb"),                  # normalized: no "Tesla", spaces for hyphens
+    ("NVIDIA B200", "b200"),
+    ("NVIDIA GB200", "gb200"),
+    ("AMD Instinct MI300X", "mi300x"),
+    ("mi300x", "mi300x"),
+])
+def test_match_gpu(name, gpu_id):
+    assert match_gpu(name).id == gpu_id
+
+
+@pytest.mark.parametrize("name", ["XYZ", "", "NVIDIA GeForce RTX 4090", "A100"])   # bare A100: 40 or 80 GB?
+def test_match_gpu_unknown(name):
+    assert match_gpu(name) is None
+
+
+def test_match_interconnect():
+    assert match_interconnect("NDR").gb_s == 50          # 400 Gb/s / 8
+    assert match_interconnect("IB HDR").gb_s == 25       # 200 Gb/s / 8
+    assert match_interconnect("ndr200").gbit_s == 200
+    assert match_interconnect("RoCE 400G").kind == "roce"
+    assert match_interconnect("token ring") is None
+
+
+# ---------------------------------------------------------------- 13B MHA on one H100 SXM
+
+def test_13b_mha_on_h100():
+    ctx = {"gpu": H100, "model": MODEL_13B}
+    sig = {"requests_running": 32, "prompt_tokens_mean": 1000, "output_tokens_mean": 200, "output_tokens_per_s": 1500}
+    c, warnings = compute_ceilings(ctx, sig)
+    c = by_id(c)
+    assert warnings == []
+    # weights: 13e9 params * 2 bytes = 26e9 bytes
+    assert c["weight_bytes"].value == 26e9
+    # KV per token: 2 * 40 layers * 40 kv_heads * 128 head_dim * 2 bytes = 819,200
+    assert c["kv_bytes_per_token"].value == 819_200
+    # decode: context per sequence = 1000 + 200/2 = 1100 tokens
+    #   bytes/step = 26e9 + 32 * 1100 * 819,200 = 26e9 + 28,835,840,000 = 54,835,840,000
+    #   step floor = 54,835,840,000 / 3.35e12 B/s = 0.0163689 s
+    #   ceiling    = 32 / 0.0163689 = 1954.93 tokens/s; observed 1500 -> 0.767
+    d = c["decode_tokens_per_s"]
+    assert d.inputs["context_tokens"] == 1100
+    assert d.inputs["step_floor_s"] == pytest.approx(54_835_840_000 / 3.35e12)
+    assert d.value == pytest.approx(1954.93, abs=0.01)
+    assert d.observed == 1500
+    assert d.fraction_of_ceiling == pytest.approx(1500 / 1954.93, rel=1e-5)
+    assert "3.35 TB/s" in d.formula and "1,955 tokens/s" in d.formula
+    # prefill: 989e12 FLOPS / (2 * 13e9) = 38,038.46 tokens/s
+    assert c["prefill_tokens_per_s"].value == pytest.approx(38_038.46, abs=0.01)
+    # KV capacity: (80 GiB * 0.9 - 26e9) / 819,200 = (77,309,411,328 - 26e9) / 819,200 = 62,633.56 tokens
+    #   in use: 32 seqs * 1100 tokens = 35,200 -> 0.562
+    k = c["kv_capacity_tokens"]
+    assert k.value == pytest.approx(62_633.56, abs=0.01)
+    assert k.observed == 35_200
+    assert k.fraction_of_ceiling == pytest.approx(35_200 / 62_633.56, rel=1e-6)
+
+
+# ---------------------------------------------------------------- 70B GQA on 4 x H100 SXM (TP=4)
+
+def test_70b_gqa_tp4_on_h100():
+    ctx = {"gpu": "H100-SXM", "tp": 4, "model": MODEL_70B}
+    sig = {"requests_running": 64, "prompt_tokens_mean": 2000, "output_tokens_mean": 500, "output_tokens_per_s": 3000}
+    c, warnings = compute_ceilings(ctx, sig)
+    c = by_id(c)
+    assert warnings == []
+    # KV per token with GQA counted: 2 * 80 layers * 8 kv_heads * 128 * 2 bytes = 327,680
+    assert c["kv_bytes_per_token"].value == 327_680
+    # weights: 70e9 * 2 = 140e9 bytes, 35e9 per GPU over TP=4
+    assert c["weight_bytes"].value == 140e9
+    assert c["weight_bytes"].inputs["weight_bytes_per_gpu"] == 35e9
+    # decode: context = 2000 + 500/2 = 2250
+    #   bytes/step = 140e9 + 64 * 2250 * 327,680 = 140e9 + 47,185,920,000 = 187,185,920,000
+    #   step floor = 187,185,920,000 / (3.35e12 * 4) = 0.0139691 s
+    #   ceiling    = 64 / 0.0139691 = 4581.54 tokens/s
+    d = c["decode_tokens_per_s"]
+    assert d.inputs["step_floor_s"] == pytest.approx(187_185_920_000 / 13.4e12)
+    assert d.value == pytest.approx(4581.54, abs=0.01)
+    assert d.fraction_of_ceiling == pytest.approx(3000 / 4581.54, rel=1e-5)
+    # prefill: 989e12 * 4 / (2 * 70e9) = 28,257.14 tokens/s
+    assert c["prefill_tokens_per_s"].value == pytest.approx(28_257.14, abs=0.01)
+    # KV capacity: (4 * 80 GiB * 0.9 - 140e9) / 327,680 = (309,237,645,312 - 140e9) / 327,680 = 516,472.3
+    assert c["kv_capacity_tokens"].value == pytest.approx(516_472.31, abs=0.01)
+
+
+def test_70b_does_not_fit_one_gpu():
+    # 140e9 bytes of weights > 80 GiB * 0.9 = 77.3e9 usable: no KV capacity, a warning instead
+    c, warnings = compute_ceilings({"gpu": H100, "model": MODEL_70B},
+                                   {"requests_running": 1, "prompt_tokens_mean": 10, "output_tokens_mean": 10})
+    assert "kv_capacity_tokens" not in by_id(c)
+    assert any(w.startswith("kv_capacity_tokens skipped: weights 140 GB exceed usable memory") for w in warnings)
+
+
+def test_service_totals_are_divided_by_replicas_and_mappings_averaged():
+    ctx = {"gpu": H100, "model": MODEL_13B, "replicas": 2}
+    total = {"requests_running": 64, "prompt_tokens_mean": 1000, "output_tokens_mean": 200,
+             "output_tokens_per_s": 3000}
+    per_replica = {"requests_running": {"r0": 30, "r1": 34}, "prompt_tokens_mean": 1000, "output_tokens_mean": 200,
+                   "output_tokens_per_s": {"r0": 1400, "r1": 1600}}
+    a = by_id(compute_ceilings(ctx, total)[0])["decode_tokens_per_s"]
+    b = by_id(compute_ceilings(ctx, per_replica)[0])["decode_tokens_per_s"]
+    # both read as 32 running requests and 1500 tokens/s per replica: the 13B numbers above
+    assert a.inputs["batch"] == b.inputs["batch"] == 32
+    assert a.observed == b.observed == 1500
+    assert a.value == pytest.approx(1954.93, abs=0.01)
+
+
+# ---------------------------------------------------------------- training and all-reduce
+
+def test_training_step_floor_and_mfu():
+    ctx = {"gpu": H100, "model": MODEL_70B, "gpus": 64, "global_batch_size": 512, "seq_len": 4096}
+    c, _ = compute_ceilings(ctx, {"step_time_s": {"0": 19.5, "1": 20.0}})
+    t = by_id(c)["train_step_time_floor_s"]
+    # tokens/step = 512 * 4096 = 2,097,152
+    # floor = 6 * 70e9 * 2,097,152 / (64 * 989e12) = 8.80804e17 / 6.3296e16 = 13.9156 s
+    # observed = slowest rank, 20 s -> MFU 0.6958
+    assert t.inputs["tokens_per_step"] == 2_097_152
+    assert t.value == pytest.approx(13.9156, abs=1e-4)
+    assert t.observed == 20.0
+    assert t.fraction_of_ceiling == pytest.approx(13.9156 / 20, abs=1e-5)
+
+
+def test_allreduce_over_nvlink_in_one_node():
+    ctx = {"gpu": H100, "model": MODEL_13B, "gpus": 8, "allreduce": {}}
+    c = by_id(compute_ceilings(ctx, {"nccl_busbw_gb_per_s": 360})[0])
+    # message = bf16 gradients of 13e9 params = 26e9 bytes; link = 900 GB/s bidirectional / 2 = 450 GB/s
+    # floor = 2 * 7/8 * 26e9 / 450e9 = 1.75 * 0.057778 = 0.101111 s
+    assert c["allreduce_time_floor_s"].value == pytest.approx(0.101111, abs=1e-6)
+    # busbw 360 of 450 GB/s -> 0.8
+    assert c["allreduce_busbw_gb_s"].value == 450
+    assert c["allreduce_busbw_gb_s"].fraction_of_ceiling == pytest.approx(0.8)
+
+
+def test_allreduce_across_nodes_uses_the_scale_out_link():
+    ctx = {"gpu": H100, "gpus": 16, "interconnect": "NDR", "allreduce": {"message_bytes": 26e9}}
+    c = by_id(compute_ceilings(ctx, {"nccl_busbw_gb_per_s": 40, "step_time_s": 10, "comm_time_frac": 0.2})[0])
+    # 16 ranks > 8 per node: NDR 400 Gb/s = 50 GB/s per direction
+    # floor = 2 * 15/16 * 26e9 / 50e9 = 1.875 * 0.52 = 0.975 s; observed comm 10 s * 0.2 = 2 s -> 0.4875
+    f = c["allreduce_time_floor_s"]
+    assert f.value == pytest.approx(0.975)
+    assert f.observed == pytest.approx(2.0)
+    assert f.fraction_of_ceiling == pytest.approx(0.4875)
+    assert c["allreduce_busbw_gb_s"].fraction_of_ceiling == pytest.approx(40 / 50)
+
+
+# ---------------------------------------------------------------- Hugging Face config.json
+
+LLAMA2_13B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 5120, "intermediate_size": 13824,
+              "num_attention_heads": 40, "num_hidden_layers": 40, "num_key_value_heads": 40,
+              "vocab_size": 32000, "tie_word_embeddings": False, "torch_dtype": "float16"}
+LLAMA2_70B = {**LLAMA2_13B, "hidden_size": 8192, "intermediate_size": 28672, "num_attention_heads": 64,
+              "num_hidden_layers": 80, "num_key_value_heads": 8, "torch_dtype": "bfloat16"}
+
+
+def test_hf_config_13b(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA2_13B))
+    c, warnings = compute_ceilings({"gpu": H100, "model_config": "config.json"}, base_dir=tmp_path)
+    c = by_id(c)
+    assert warnings == []
+    # per layer: attention 4 * 5120 * 5120 = 104,857,600 (MHA) + MLP 3 * 5120 * 13824 = 212,336,640
+    # 40 layers * 317,194,240 + embeddings 2 * 32000 * 5120 = 12,687,769,600 + 327,680,000 = 13,015,449,600
+    # (Llama-2-13B has 13,015,864,320: the 414,720 norm weights are left out)
+    assert c["weight_bytes"].inputs["params_b"] == pytest.approx(13.0154496)
+    assert c["kv_bytes_per_token"].value == 819_200   # head_dim = 5120 / 40 = 128
+
+
+def test_hf_config_70b_gqa(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA2_70B))
+    facts, notes = read_hf_config(str(tmp_path / "config.json"))
+    # attention 8192*64*128*2 + 8192*8*128*2 = 150,994,944; MLP 3*8192*28672 = 704,643,072
+    # 80 * 855,638,016 + 2 * 32000 * 8192 = 68,451,041,280 + 524,288,000 = 68,975,329,280
+    assert facts["params_b"] == pytest.approx(68.97532928)
+    assert (facts["kv_heads"], facts["weight_dtype"]) == (8, "bfloat16")
+    c, _ = compute_ceilings({"gpu": H100, "model_config": str(tmp_path / "config.json")})
+    assert by_id(c)["kv_bytes_per_token"].value == 327_680
+
+
+def test_hf_config_moe_needs_params(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA2_13B, "num_local_experts": 8}))
+    ctx = {"gpu": H100, "model_config": str(tmp_path / "config.json")}
+    c, warnings = compute_ceilings(ctx, {"requests_running": 8, "prompt_tokens_mean": 100, "output_tokens_mean": 100})
+    assert "weight_bytes" not in by_id(c)
+    assert any("mixture-of-experts" in w for w in warnings)
+    # given explicitly, decode reads only the active weights (a loose bound): 47B total, 13B active
+    ctx["model"] = {"params_b": 47, "active_params_b": 13}
+    c, _ = compute_ceilings(ctx, {"requests_running": 8, "prompt_tokens_mean": 100, "output_tokens_mean": 100})
+    assert by_id(c)["decode_tokens_per_s"].inputs["weight_bytes_read"] == 26e9
+    assert by_id(c)["prefill_tokens_per_s"].inputs["active_params_b"] == 13
+
+
+# ---------------------------------------------------------------- skips and bad input
+
+def test_unknown_gpu_warns_and_skips_what_needs_specs():
+    sig = {"requests_running": 32, "prompt_tokens_mean": 1000, "output_tokens_mean": 200}
+    c, warnings = compute_ceilings({"gpu": "XYZ", "model": MODEL_13B}, sig)
+    assert "unknown GPU 'XYZ': ceilings that need its specs are skipped" in warnings
+    assert set(by_id(c)) == {"weight_bytes", "kv_bytes_per_token"}   # these need no GPU
+
+
+def test_missing_inputs_are_named():
+    c, warnings = compute_ceilings({"gpu": H100, "model": {"params_b": 13}}, {"requests_running": 4})
+    assert "kv_bytes_per_token skipped: missing model layers, model kv_heads, model head_dim" in warnings
+    decode = "decode_tokens_per_s skipped: missing prompt_tokens_mean, output_tokens_mean"
+    assert any(w.startswith(decode) for w in warnings)
+    assert "weight_dtype not given: 2 bytes/param (bf16/fp16) assumed" in warnings
+    assert {"weight_bytes", "prefill_tokens_per_s"} <= set(by_id(c))
+    _, warnings = compute_ceilings({"gpu": H100})
+    assert any(w.startswith("no model in context") for w in warnings)
+
+
+def test_model_params_b_shortcut_and_no_gpu():
+    c, warnings = compute_ceilings({"model_params_b": 7})
+    assert by_id(c)["weight_bytes"].value == 14e9
+    assert "no context.gpu: ceilings that need GPU specs are skipped" in warnings
+
+
+@pytest.mark.parametrize("ctx, key", [
+    ({"gpu": H100, "model": {"layers": "forty"}}, "model.layers"),
+    ({"gpu": H100, "model": {"param_b": 13}}, "model.param_b"),
+    ({"gpu": H100, "model": {"params_b": 13, "weight_dtype": "fp12"}}, "model.weight_dtype"),
+    ({"gpu": H100, "model": MODEL_13B, "tp": 0}, "tp"),
+])
+def test_bad_context_is_an_input_error(ctx, key):
+    with pytest.raises(InputError) as err:
+        compute_ceilings(ctx)
+    assert err.value.key == key
+
+
+def test_missing_model_config_file_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        compute_ceilings({"model_config": str(tmp_path / "nope.json")})
