@@ -8,7 +8,7 @@ from perfdoctor.engine.inference import ExactInference, Joint
 from perfdoctor.kb.loader import KB, change_finding_id
 
 MAX_MECH_FINDINGS = 4     # outcome combinations grow as 2^k: keep the most informative findings
-MAX_OUTCOME_BITS = 14
+MAX_SIG_FINDINGS = 8
 
 
 @dataclass
@@ -50,41 +50,86 @@ def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str]) -> l
        signature findings use the current posterior of their other parent causes (mean field).
     5. Score = gain / cost in minutes; disruptive probes are not penalised here but are marked.
     """
+    view = _support(inf, joint)
     out = []
     for probe in kb.probes.values():
         unknown = [s for s in probe.fills if s not in known]
         if not unknown:
             continue
         findings = [f for f in probe_findings(kb, inf, unknown) if f not in joint.evidence]
-        gain = expected_gain(inf, joint, findings) if findings else 0.0
+        gain = expected_gain(inf, joint, findings, view) if findings else 0.0
         out.append(ProbeSuggestion(probe.id, probe.title, unknown, probe.command, probe.promql,
                                    probe.cost_min, probe.disruptive, gain))
     out.sort(key=lambda p: (-p.score, p.cost, p.id))
     return out
 
 
-def expected_gain(inf: ExactInference, joint: Joint, findings: list[str]) -> float:
+@dataclass
+class _View:
+    """The mechanism states that carry the posterior mass, with the rows of each table restricted to them."""
+    J: np.ndarray
+    D: np.ndarray
+    L: np.ndarray
+    P0: np.ndarray
+
+
+SUPPORT_MASS = 1 - 1e-9
+
+
+def _support(inf: ExactInference, joint: Joint) -> _View:
+    """Drop states holding a 1e-9 share of P(S, evidence): every P(cause, outcome) moves by at most that."""
+    w = joint.D * joint.L
+    order = np.argsort(-w)
+    keep = order[: int(np.searchsorted(np.cumsum(w[order]), SUPPORT_MASS * w.sum())) + 1]
+    return _View(joint.J[keep], joint.D[keep], joint.L[keep], inf.P0[keep])
+
+
+def expected_gain(inf: ExactInference, joint: Joint, findings: list[str], view: _View | None = None) -> float:
+    view = view or _support(inf, joint)
     mech = [inf.mech_index[f] for f in findings if f in inf.mech_index]
     sig = [inf.sig_index[f] for f in findings if f in inf.sig_index]
-    if len(mech) > MAX_MECH_FINDINGS or len(mech) + len(sig) > MAX_OUTCOME_BITS:
-        single = {("m", k): _gain(inf, joint, [k], []) for k in mech}
-        single.update({("s", k): _gain(inf, joint, [], [k]) for k in sig})
-        best = sorted(single, key=single.get, reverse=True)
-        mech = [k for t, k in best if t == "m"][:MAX_MECH_FINDINGS]
-        sig = [k for t, k in best if t == "s"][:MAX_OUTCOME_BITS - len(mech)]
-    return _gain(inf, joint, mech, sig)
+    if len(mech) > MAX_MECH_FINDINGS:
+        single = _single_mech_gains(joint, view, mech)
+        mech = [mech[c] for c in np.argsort(-single, kind="stable")[:MAX_MECH_FINDINGS]]
+    if len(sig) > MAX_SIG_FINDINGS:
+        single = np.array([_gain(inf, joint, view, [], [k]) for k in sig])
+        sig = [sig[c] for c in np.argsort(-single, kind="stable")[:MAX_SIG_FINDINGS]]
+    return _gain(inf, joint, view, mech, sig)
 
 
-def _gain(inf, joint, mech, sig):
+def _single_mech_gains(joint, view, mech):
+    """I(causes; finding) for each mechanism finding alone, all in one matrix product."""
+    off = view.P0[:, mech]
+    cols = view.L[:, None] * np.concatenate([off, 1 - off], axis=1)        # (states, 2k)
+    on = (view.J.T @ cols) / joint.evidence_prob
+    tot = (view.D @ cols) / joint.evidence_prob
+    k = len(mech)
+    gains = np.zeros(k)
+    for c in range(k):
+        pair_on, pair_tot = on[:, [c, c + k]], tot[[c, c + k]]
+        gains[c] = _mutual_information(joint.cause_post, pair_on, np.maximum(pair_tot[None, :] - pair_on, 0.0))
+    return gains
+
+
+def _mutual_information(post, on, off):
+    """sum over causes of I(cause; outcome) from P(cause on, o) and P(cause off, o), in bits."""
+    p_out = on + off
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term_on = np.where(on > 0, on * np.log2(on / (post[:, None] * p_out)), 0.0)
+        term_off = np.where(off > 0, off * np.log2(off / ((1 - post)[:, None] * p_out)), 0.0)
+    return float(max(np.nansum(term_on + term_off), 0.0))
+
+
+def _gain(inf, joint, view, mech, sig):
     pe, post = joint.evidence_prob, joint.cause_post
     # mechanism findings: exact joint of (cause i on, outcome) through the enumerated states
     outcomes = np.array(list(product((0, 1), repeat=len(mech))), dtype=bool).reshape(2 ** len(mech), len(mech))
-    cols = np.repeat(joint.L[:, None], len(outcomes), axis=1)
+    cols = np.repeat(view.L[:, None], len(outcomes), axis=1)
     for col, k in enumerate(mech):
-        off = inf.P0[:, k]
+        off = view.P0[:, k]
         cols *= np.where(outcomes[:, col][None, :], (1 - off)[:, None], off[:, None])
-    on_m = (joint.J.T @ cols) / pe                               # (n_causes, n_outcomes)
-    off_m = np.maximum((joint.D @ cols) / pe - on_m, 0.0)
+    on_m = (view.J.T @ cols) / pe                                # (n_causes, n_outcomes)
+    off_m = np.maximum((view.D @ cols) / pe - on_m, 0.0)
     # signature findings: mean field over the other parent causes
     if sig:
         q = inf.q_sig[:, sig]                                    # (n_causes, k)
@@ -98,8 +143,4 @@ def _gain(inf, joint, mech, sig):
         p_off = np.prod(np.where(sig_out[None], 1 - f_off_off[:, None, :], f_off_off[:, None, :]), axis=2)
         on_m = (on_m[:, :, None] * p_on[:, None, :]).reshape(len(post), -1)
         off_m = (off_m[:, :, None] * p_off[:, None, :]).reshape(len(post), -1)
-    p_out = on_m + off_m
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term_on = np.where(on_m > 0, on_m * np.log2(on_m / (post[:, None] * p_out)), 0.0)
-        term_off = np.where(off_m > 0, off_m * np.log2(off_m / ((1 - post)[:, None] * p_out)), 0.0)
-    return float(max(np.nansum(term_on + term_off), 0.0))
+    return _mutual_information(post, on_m, off_m)

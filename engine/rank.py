@@ -58,7 +58,9 @@ class Engine:
         order = np.argsort(-joint.cause_post, kind="stable")
         shown = order if top is None else order[:top]
         loo = self._leave_one_out(joint)
-        hyps = [self._hypothesis(int(i), joint, observations, loo) for i in shown]
+        weights = joint.J * joint.L[:, None]
+        mech_given = (weights.T @ self.inference.bits) / np.maximum(weights.sum(axis=0), 1e-300)[:, None]
+        hyps = [self._hypothesis(int(i), joint, observations, loo, mech_given[i]) for i in shown]
         known = set(snap.current) | ({"changes"} if snap.changes is not None else set())
         probes = rank_probes(self.kb, self.inference, joint, known) if with_probes else []
         return Diagnosis(snap, observations, hyps, probes, list(snap.warnings) + self._coverage_warnings(snap, observations))
@@ -102,10 +104,10 @@ class Engine:
             out[f] = odds / (1 + odds)
         return out
 
-    def _hypothesis(self, i, joint, observations, loo) -> Hypothesis:
+    def _hypothesis(self, i, joint, observations, loo, mech_given) -> Hypothesis:
         kb, net = self.kb, self.net
         rc = kb.root_causes[net.causes[i]]
-        chain = self._chain(i, rc, joint, observations)
+        chain = self._chain(rc, observations, mech_given)
         return Hypothesis(
             id=rc.id, title=rc.title, probability=float(joint.cause_post[i]), bottlenecks=list(rc.bottlenecks),
             layer=rc.layer, description=rc.description, chain=chain,
@@ -113,11 +115,11 @@ class Engine:
             localization=self._localization(rc, chain),
             remedies=[self._remedy(r) for r in rc.remedies])
 
-    def _chain(self, i, rc, joint, observations):
-        """Paths cause -> mechanism -> observed finding (and cause -> signature finding) that are present."""
-        weight = joint.J[:, i] * joint.L
-        total = weight.sum()
-        mech_given = (weight @ self.inference.bits) / total if total > 0 else np.zeros(len(self.net.mechanisms))
+    def _chain(self, rc, observations, mech_given):
+        """Paths cause -> mechanism -> observed finding (and cause -> signature finding) that are present.
+
+        mech_given[j] is P(mechanism j on | evidence, this cause on).
+        """
         paths = []
         for eff in sorted(rc.mechanisms, key=lambda e: -e.strength):
             mech = self.kb.mechanisms[eff.target]

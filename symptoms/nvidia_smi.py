@@ -30,7 +30,8 @@ def parse(text: str, where: str) -> Artifact:
 
 def detect_q(text: str) -> bool:
     head = text[:4000]
-    return "NVSMI LOG" in head or ("Driver Version" in head and re.search(r"(?m)^GPU [0-9A-Fa-f]{4,8}:", head) is not None)
+    return re.search(r"(?m)^=+NVSMI LOG=+\s*$", head) is not None or (
+        re.search(r"(?m)^Driver Version\s+:", head) is not None and re.search(r"(?m)^GPU [0-9A-Fa-f]{4,8}:", head) is not None)
 
 
 def detect_xml(text: str) -> bool:

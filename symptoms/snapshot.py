@@ -1,4 +1,5 @@
 """Snapshot files (YAML or JSON): what was observed, validated against the KB's signal vocabulary."""
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -6,6 +7,7 @@ from perfdoctor.errors import InputError
 from perfdoctor.kb.loader import KB
 from perfdoctor.yamlio import load_file
 
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 WORKLOAD_ALIASES = {"serving": "inference", "inference": "inference", "train": "training", "training": "training"}
 TOP_KEYS = {"context", "changes", "baseline", "current"}
 CONTEXT_KEYS = {
@@ -125,6 +127,8 @@ def _scalar(signal, value, where, key, warnings):
             if signal.values and v not in signal.values:
                 warnings.append(f"{where}: {key}: unknown value {v!r} (known: {', '.join(signal.values)})")
         return list(value)
+    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+        value = float(value)  # YAML 1.1 reads 3.5e3 (no sign in the exponent) as a string
     if not _is_number(value):
         raise InputError(where, key, f"expected a number in {signal.unit}, got {value!r}")
     value = float(value)

@@ -1,0 +1,56 @@
+"""Registry of tool-output parsers and `load_artifact`, which picks one by content or by name."""
+import gzip
+
+from perfdoctor.errors import InputError
+
+from . import ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo
+from .common import Artifact
+
+# (kind, detect, parse) in detection order: an explicit list, no discovery.
+PARSERS = [
+    ("nvidia_smi_q", nvidia_smi.detect_q, nvidia_smi.parse_q),
+    ("nvidia_smi_xml", nvidia_smi.detect_xml, nvidia_smi.parse_xml),
+    ("nvidia_smi_dmon", nvidia_smi_dmon.detect, nvidia_smi_dmon.parse),
+    ("nvidia_smi_topo", nvidia_smi_topo.detect, nvidia_smi_topo.parse),
+    ("nccl_tests", nccl_tests.detect, nccl_tests.parse),
+    ("ib_write_bw", ib_write_bw.detect, ib_write_bw.parse),
+    ("iostat", iostat.detect, iostat.parse),
+    ("kineto", kineto.detect, kineto.parse),
+]
+KINDS = [k for k, _, _ in PARSERS]
+
+__all__ = ["Artifact", "PARSERS", "KINDS", "detect_kind", "load_artifact"]
+
+
+def detect_kind(text: str) -> str | None:
+    """First kind whose detector accepts the text, or None."""
+    return next((k for k, det, _ in PARSERS if det(text)), None)
+
+
+def read_text(path: str) -> str:
+    """File contents as text; .gz (e.g. Kineto traces) is unpacked."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(path, "", f"cannot read: {e.strerror}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise InputError(path, "gzip", f"cannot unpack: {e}") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def load_artifact(path: str, kind: str | None = None) -> Artifact:
+    """Parse `path` with the parser for `kind`, or the one whose detector matches the content."""
+    text = read_text(path)
+    if kind is None:
+        kind = detect_kind(text)
+        if kind is None:
+            raise InputError(f"{path}:1", "kind", "not a recognised tool output; give it as KIND=FILE with KIND one of "
+                             + ", ".join(KINDS))
+    parsers = {k: p for k, _, p in PARSERS}
+    if kind not in parsers:
+        raise InputError(path, "kind", f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return parsers[kind](text, path)

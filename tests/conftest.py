@@ -1,0 +1,22 @@
+"""Shared fixtures: the real KB and engine (loaded once), the tiny oracle KB, and scenario files."""
+from pathlib import Path
+
+import pytest
+
+from perfdoctor.engine.rank import Engine
+from perfdoctor.kb.loader import load_kb
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+SCENARIOS = sorted((TESTS / "scenarios").glob("*.yaml"))
+TINY_KB = TESTS / "tiny_kb"
+
+
+@pytest.fixture(scope="session")
+def kb():
+    return load_kb()
+
+
+@pytest.fixture(scope="session")
+def engine(kb):
+    return Engine(kb)

@@ -1,0 +1,402 @@
+"""Parsers for real tool outputs (perfdoctor.symptoms.artifacts and its modules).
+
+Real outputs: ../shared/fixtures/real/ (see its SOURCES.md). The Kineto traces built by `make_trace` below
+are SYNTHETIC (hand-built to a known timeline); the one real Kineto excerpt is tests/fixtures/ (SOURCES.md).
+"""
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from perfdoctor.errors import InputError
+from perfdoctor.symptoms.artifacts import KINDS, PARSERS, Artifact, detect_kind, load_artifact
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
+LOCAL = Path(__file__).resolve().parent / "fixtures"
+HTA_TRACE = LOCAL / "hta_call_stack_backward_thread.json"
+
+KIND_OF = {
+    "nvidia-smi_q_8xH100_sxm_idle.txt": "nvidia_smi_q",
+    "nvidia-smi_q_10xA40_sw_power_cap.txt": "nvidia_smi_q",
+    "nvidia-smi_q_x_A100_sxm4_80gb_mig.xml": "nvidia_smi_xml",
+    "nvidia-smi_dmon_1gpu_idle_to_load_ramp.txt": "nvidia_smi_dmon",
+    "nvidia-smi_dmon_s_mutc_o_TD_pcie.txt": "nvidia_smi_dmon",
+    "nvidia-smi_topo_m_8xA100_nv12_17nics.txt": "nvidia_smi_topo",
+    "nvidia-smi_topo_m_2x2080ti_pix_p2p_not_supported.txt": "nvidia_smi_topo",
+    "nccl-tests_allreduce_8xA100_healthy.txt": "nccl_tests",
+    "nccl-tests_allreduce_4xA100_nccl_debug_info_p2p.txt": "nccl_tests",
+    "nccl-tests_allreduce_2x2080ti_pcie_no_p2p_low_busbw.txt": "nccl_tests",
+    "nccl-tests_allreduce_socket_fallback_eks.txt": "nccl_tests",
+    "nccl-tests_allreduce_efa_libfabric_eks.txt": "nccl_tests",
+    "ib_write_bw_ib_hdr_loopback_8M.txt": "ib_write_bw",
+    "ib_write_bw_ib_loopback_all_sizes_interleaved.txt": "ib_write_bw",
+    "iostat-x_ALL_busy_sda.txt": "iostat",
+}
+# real files in the fixture dir that no parser here handles
+NOT_OURS = ["SOURCES.md", "dcgm-exporter_metrics_L4_idle_full_exposition.txt",
+            "vllm_metrics_idle_v1_qwen0.5b_full.txt", "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt"]
+
+
+def load(name: str, kind: str | None = None) -> Artifact:
+    return load_artifact(str(REAL / name), kind)
+
+
+def assert_points_at(err: InputError, path):
+    """The message names the file and a line: "<path>:<line>: ..."."""
+    assert re.match(re.escape(str(path)) + r":\d+: ", str(err)), str(err)
+    assert int(str(err)[len(str(path)) + 1:].split(":")[0]) >= 1
+
+
+# ---------------------------------------------------------------- registry / detection
+
+def test_registry_is_explicit_and_complete():
+    assert KINDS == ["nvidia_smi_q", "nvidia_smi_xml", "nvidia_smi_dmon", "nvidia_smi_topo",
+                     "nccl_tests", "ib_write_bw", "iostat", "kineto"]
+    assert all(callable(d) and callable(p) for _, d, p in PARSERS)
+
+
+@pytest.mark.parametrize("name", sorted(KIND_OF))
+def test_detect_picks_exactly_the_right_parser(name):
+    text = (REAL / name).read_text()
+    assert [k for k, det, _ in PARSERS if det(text)] == [KIND_OF[name]]
+    art = load(name)
+    assert art.kind == KIND_OF[name]
+    assert art.notes and isinstance(art.context, dict)
+
+
+def test_detect_kineto_real_trace():
+    assert detect_kind(HTA_TRACE.read_text()) == "kineto"
+
+
+@pytest.mark.parametrize("name", NOT_OURS)
+def test_other_real_files_are_not_claimed(name):
+    assert detect_kind((REAL / name).read_text()) is None
+    with pytest.raises(InputError) as e:
+        load(name)
+    assert_points_at(e.value, REAL / name)
+
+
+# ---------------------------------------------------------------- nvidia-smi -q / -q -x
+
+def test_nvidia_smi_q_8xh100_idle():
+    a = load("nvidia-smi_q_8xH100_sxm_idle.txt")
+    gpus = [f"gpu{i}" for i in range(8)]
+    assert a.context["gpu_count"] == 8
+    assert a.context["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert a.context["driver"] == "565.57.01" and a.context["cuda"] == "12.7"
+    assert a.context["bus_ids"]["gpu0"] == "00000000:18:00.0"
+    assert a.context["bus_ids"]["gpu7"] == "00000000:DB:00.0"
+    assert a.signals["power_limit_w"] == {g: 700.0 for g in gpus}
+    assert a.signals["power_w"]["gpu0"] == 100.89
+    assert a.signals["sm_clock_mhz"] == {g: 345.0 for g in gpus}
+    assert a.signals["temp_c"]["gpu0"] == 30.0
+    assert a.signals["gpu_util"] == {g: 0.0 for g in gpus}
+    assert a.signals["throttle_reasons"] == {g: [] for g in gpus}   # only "Idle : Active"
+    assert a.signals["pcie_link_gen"]["gpu3"] == 5 and a.signals["pcie_link_width"]["gpu3"] == 16
+    assert a.signals["ecc_dbe_errors"] == {g: 0 for g in gpus}
+    assert a.signals["row_remap_failures"] == {g: 0 for g in gpus}
+    assert a.signals["fb_used_frac"]["gpu0"] == pytest.approx(1 / 81559)
+    assert "gpu0=00000000:18:00.0" in a.notes[0]
+    assert not any("PCIe link" in n for n in a.notes)
+
+
+def test_nvidia_smi_q_a40_sw_power_cap_at_idle():
+    a = load("nvidia-smi_q_10xA40_sw_power_cap.txt")
+    assert a.context["gpu_count"] == 10 and a.context["gpu"] == "NVIDIA A40"
+    assert a.context["driver"] == "550.127.05" and a.context["cuda"] == "12.4"
+    capped = {g for g, r in a.signals["throttle_reasons"].items() if r}
+    assert capped == {"gpu0", "gpu3"}
+    assert a.signals["throttle_reasons"]["gpu0"] == ["sw_power_cap"]
+    assert a.context["bus_ids"]["gpu0"] == "00000000:4F:00.0"
+    assert a.context["bus_ids"]["gpu3"] == "00000000:56:00.0"
+    assert a.signals["power_limit_w"]["gpu3"] == 300.0
+    assert a.signals["power_w"]["gpu0"] == 29.7 and a.signals["power_w"]["gpu3"] == 24.94
+    idle_cap = [n for n in a.notes if n.startswith("SW power cap active at idle on")]
+    assert len(idle_cap) == 2
+    assert "00000000:4F:00.0" in idle_cap[0] and "not a load throttle" in idle_cap[0]
+    assert "00000000:56:00.0" in idle_cap[1]
+    # idle A40s sit at PCIe gen 1 of max 4: current reported, downshift noted as an idle effect
+    assert set(a.signals["pcie_link_gen"].values()) == {1.0}
+    assert any("PCIe link gen 1 < max 4" in n and "at idle" in n for n in a.notes)
+
+
+def test_nvidia_smi_xml_a100_mig():
+    a = load("nvidia-smi_q_x_A100_sxm4_80gb_mig.xml")
+    assert a.kind == "nvidia_smi_xml"
+    assert a.context["gpu"] == "NVIDIA A100-SXM4-80GB"
+    assert a.context["driver"] == "535.54.03" and a.context["cuda"] == "12.2"
+    assert a.context["bus_ids"] == {"gpu0": "00000000:01:00.0"}
+    s = a.signals
+    assert s["sm_clock_mhz"] == {"gpu0": 1275.0}
+    assert s["power_w"] == {"gpu0": 67.03} and s["power_limit_w"] == {"gpu0": 500.0}
+    assert s["temp_c"] == {"gpu0": 27.0}
+    assert s["throttle_reasons"] == {"gpu0": []}
+    assert s["fb_used_frac"]["gpu0"] == pytest.approx(50 / 81920)
+    assert s["pcie_link_gen"] == {"gpu0": 4.0} and s["pcie_link_width"] == {"gpu0": 16.0}
+    assert "gpu_util" not in s                 # N/A under MIG
+    assert "row_remap_failures" not in s       # <remapped_rows>N/A</remapped_rows>
+    assert any("MIG enabled on gpu0" in n for n in a.notes)
+    assert any("4 attached GPUs but the file has 1" in n for n in a.notes)
+
+
+# ---------------------------------------------------------------- dmon
+
+def test_dmon_default_columns_ramp():
+    a = load("nvidia-smi_dmon_1gpu_idle_to_load_ramp.txt")
+    s = a.signals
+    assert s["gpu_util"]["gpu0"] == pytest.approx(460 / 900)
+    assert s["sm_clock_mhz"]["gpu0"] == pytest.approx(1630.0)
+    assert s["power_w"]["gpu0"] == pytest.approx(1866 / 9)
+    assert s["temp_c"]["gpu0"] == pytest.approx(53.0)
+    assert a.context["samples"] == {"gpu0": 9}
+    assert any("3%-99%" in n for n in a.notes)
+
+
+def test_dmon_mutc_time_date_columns():
+    a = load("nvidia-smi_dmon_s_mutc_o_TD_pcie.txt")
+    assert a.context["samples"] == {"gpu0": 6}          # the stray blank line is skipped
+    assert a.signals["gpu_util"]["gpu0"] == pytest.approx(25 / 600)
+    assert a.signals["sm_clock_mhz"]["gpu0"] == 1695.0
+    assert "power_w" not in a.signals and "temp_c" not in a.signals
+    assert a.context["columns"][:3] == ["Date", "Time", "gpu"]
+
+
+# ---------------------------------------------------------------- topo
+
+def test_topo_8xa100_nvswitch_and_nics():
+    a = load("nvidia-smi_topo_m_8xA100_nv12_17nics.txt")
+    c = a.context
+    assert a.signals == {}
+    assert c["gpu_count"] == 8 and c["nic_count"] == 17
+    assert len(c["gpu_links"]) == 28 and set(c["gpu_links"].values()) == {"NV12"}
+    assert c["nearest_nic"]["gpu0"] == {"link": "PXB", "nics": ["mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5"]}
+    assert c["nearest_nic"]["gpu7"]["nics"] == ["mlx5_14", "mlx5_15", "mlx5_16", "mlx5_17"]
+    assert c["nic_names"]["NIC16"] == "mlx5_bond_0"
+    assert c["cpu_affinity"]["gpu5"] == "0-103" and c["numa_affinity"]["gpu5"] == "0"
+    assert "all 28 GPU pairs NV12" in a.notes
+
+
+def test_topo_2x2080ti_pix_p2p_not_supported():
+    a = load("nvidia-smi_topo_m_2x2080ti_pix_p2p_not_supported.txt")
+    c = a.context
+    assert c["gpu_links"] == {"gpu0-gpu1": "PIX"}
+    assert c["p2p"] == {"gpu0-gpu1": "NS"}
+    assert c["cpu_affinity"] == {"gpu0": "24-47,72-95", "gpu1": "24-47,72-95"}
+    assert c["numa_affinity"] == {"gpu0": "1", "gpu1": "1"}
+    assert "gpu0-gpu1 PIX; P2P not supported (NS)" in a.notes
+
+
+# ---------------------------------------------------------------- nccl-tests
+
+def test_nccl_healthy_8xa100_plateau():
+    a = load("nccl-tests_allreduce_8xA100_healthy.txt")
+    assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx(235, rel=0.01)       # 231.76, 234.37, 235.26
+    assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx((231.76 + 234.37 + 235.26) / 3)
+    assert "nccl_transport" not in a.signals                                       # no NCCL_DEBUG=INFO
+    assert a.context["avg_busbw_all_sizes"] == 68.4048
+    assert a.context["largest_size_bytes"] == 8589934592
+    assert a.context["ranks"] == 8 and a.context["gpu"] == "A100-SXM4-40GB"
+
+
+def test_nccl_socket_fallback_mpi_prefixes():
+    a = load("nccl-tests_allreduce_socket_fallback_eks.txt")
+    assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx(2.0, abs=0.05)
+    assert a.signals["nccl_transport"] == "NET/Socket"
+    assert a.context["avg_busbw_all_sizes"] == 0.733914
+
+
+def test_nccl_efa_ofi():
+    a = load("nccl-tests_allreduce_efa_libfabric_eks.txt")
+    assert a.signals["nccl_transport"] == "NET/OFI"
+    assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx(2.83, abs=0.01)
+
+
+def test_nccl_debug_info_socket_chosen_but_p2p_used():
+    a = load("nccl-tests_allreduce_4xA100_nccl_debug_info_p2p.txt")
+    assert a.signals["nccl_transport"].startswith("P2P")
+    assert a.signals["nccl_transport"] != "NET/Socket"
+    assert "gdr_enabled" not in a.signals
+    assert a.context["nccl"] == "2.20.5" and a.context["nccl_cuda"] == "12.4"
+    assert a.context["nccl_intra_transport"] == "P2P/direct pointer"
+    assert a.context["nodes"] == 1 and a.context["ranks"] == 4
+    assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx((175.93 + 186.67 + 193.70) / 3)
+    assert any("Using network Socket" in n and "unused" in n for n in a.notes)
+
+
+def test_nccl_2080ti_low_busbw():
+    a = load("nccl-tests_allreduce_2x2080ti_pcie_no_p2p_low_busbw.txt")
+    assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx(4.0)
+    assert a.context["gpu"] == "NVIDIA GeForce RTX 2080 Ti"
+
+
+def test_nccl_inter_node_ib_gdr_synthetic():
+    """SYNTHETIC log lines in the NCCL 2.x format (no real multi-node INFO log was found)."""
+    table = (REAL / "nccl-tests_allreduce_2x2080ti_pcie_no_p2p_low_busbw.txt").read_text()
+    info = ("node1:11:22 [0] NCCL INFO Using network IB\n"
+            "node1:11:22 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+            "node1:11:22 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+            "node1:11:22 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[1] via P2P/IPC/read\n")
+    from perfdoctor.symptoms import nccl_tests
+    a = nccl_tests.parse(info + table, "synthetic.log")
+    assert a.signals["nccl_transport"] == "NET/IB" and a.signals["gdr_enabled"] is True
+    a = nccl_tests.parse(info.replace("/GDRDMA", "") + table, "synthetic.log")
+    assert a.signals["gdr_enabled"] is False
+
+
+# ---------------------------------------------------------------- ib_write_bw
+
+def test_ib_write_bw_8m_mib_to_gbit():
+    a = load("ib_write_bw_ib_hdr_loopback_8M.txt")
+    assert a.signals["ib_write_bw_gbit_per_s"] == pytest.approx(24056.72 * 1048576 * 8 / 1e9)
+    assert a.signals["ib_write_bw_gbit_per_s"] == pytest.approx(201.8, abs=0.05)
+    assert a.context["device"] == "ib0" and a.context["link_type"] == "IB"
+    assert a.context["message_bytes"] == 8388608
+    assert any("loopback" in n for n in a.notes)
+
+
+def test_ib_write_bw_interleaved_sweep_uses_largest_size():
+    a = load("ib_write_bw_ib_loopback_all_sizes_interleaved.txt")
+    assert a.context["message_bytes"] == 8388608 and a.context["sizes"] == 23
+    assert a.signals["ib_write_bw_gbit_per_s"] == pytest.approx(23240.68 * 1048576 * 8 / 1e9)
+
+
+def test_ib_write_bw_report_gbits():
+    text = (REAL / "ib_write_bw_ib_hdr_loopback_8M.txt").read_text().replace("[MB/sec]", "[Gb/sec]")
+    text = text.replace("24056.72", "196.50")
+    from perfdoctor.symptoms import ib_write_bw
+    assert ib_write_bw.parse(text, "x.txt").signals["ib_write_bw_gbit_per_s"] == pytest.approx(196.5)
+
+
+# ---------------------------------------------------------------- iostat
+
+def test_iostat_busy_sda():
+    a = load("iostat-x_ALL_busy_sda.txt")
+    s = a.signals
+    assert s["disk_read_latency_ms"]["sda"] == 12.58                 # report 2, not the since-boot 12.56
+    assert a.context["disk_util_pct"]["sda"] == 85.36
+    assert max(s["disk_read_latency_ms"], key=s["disk_read_latency_ms"].get) == "sda"
+    assert "sdf" not in s["disk_read_latency_ms"]                    # 62.51 ms at 0.09 % util: noise
+    assert s["storage_read_mb_per_s"]["sda"] == pytest.approx(41499.97 / 1024)
+    assert s["cpu_iowait_frac"] == pytest.approx(0.0027)
+    assert s["cpu_steal_frac"] == pytest.approx(0.005)
+    assert a.context["reports"] == 3 and a.context["cpus"] == 9
+    assert any(n.startswith("sda 85.36% util") for n in a.notes)
+
+
+# ---------------------------------------------------------------- kineto
+
+def make_trace(rank=None, steps=3, step_us=100_000):
+    """SYNTHETIC Kineto-style trace. Each step: DataLoader wait 0-20 %, compute kernel 20-70 %,
+    NCCL all-reduce 60-90 % (overlapping compute by 10 %), GPU idle 0-20 % and 90-100 %."""
+    ev = []
+    for i in range(steps):
+        t0 = 1_700_000_000_000 + i * step_us
+        pct = lambda p: t0 + p * step_us // 100
+        ev += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i + 10}", "pid": 7, "tid": 7,
+             "ts": t0, "dur": step_us},
+            {"ph": "X", "cat": "user_annotation", "pid": 7, "tid": 7, "ts": pct(0), "dur": pct(20) - pct(0),
+             "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7,
+             "ts": pct(20), "dur": 5},
+            {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": pct(20), "dur": pct(70) - pct(20),
+             "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "args": {"device": 0}},
+            {"ph": "X", "cat": "kernel", "pid": 0, "tid": 20, "ts": pct(60), "dur": pct(90) - pct(60),
+             "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+             "args": {"device": 0}},
+        ]
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": ev}
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+    return doc
+
+
+def test_kineto_synthetic_breakdown(tmp_path):
+    p = tmp_path / "trace.json"
+    p.write_text(json.dumps(make_trace(rank=1)))
+    a = load_artifact(str(p))
+    assert a.kind == "kineto"
+    assert a.signals["step_time_s"] == {"rank1": pytest.approx(0.1)}
+    assert a.signals["comm_time_frac"] == {"rank1": pytest.approx(0.30)}
+    assert a.signals["gpu_idle_frac"] == {"rank1": pytest.approx(0.30)}
+    assert a.signals["dataloader_wait_frac"] == {"rank1": pytest.approx(0.20)}
+    assert a.context["world_size"] == 2 and a.context["gpu"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_kineto_rank_from_file_name_and_gzip(tmp_path):
+    p = tmp_path / "rank-3.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(make_trace(rank=None)).encode()))
+    a = load_artifact(str(p))
+    assert set(a.signals["step_time_s"]) == {"rank3"}
+
+
+def test_kineto_real_hta_excerpt():
+    a = load_artifact(str(HTA_TRACE))
+    assert a.signals["step_time_s"] == {"rank0": pytest.approx(0.413451)}
+    assert a.signals["gpu_idle_frac"]["rank0"] == pytest.approx(1 - 45 / 413451)
+    assert a.signals["comm_time_frac"] == {"rank0": 0.0}
+    assert a.signals["dataloader_wait_frac"] == {"rank0": 0.0}
+
+
+# ---------------------------------------------------------------- truncated and foreign input
+
+# fraction kept: 30 % everywhere, except the 2-GPU topo file whose first 30 % still holds the whole matrix
+TRUNCATE = {name: 0.3 for name in KIND_OF} | {"nvidia-smi_topo_m_2x2080ti_pix_p2p_not_supported.txt": 0.2}
+
+
+@pytest.mark.parametrize("name", sorted(TRUNCATE))
+def test_truncated_fixture_raises_with_file_and_line(name, tmp_path):
+    text = (REAL / name).read_text()
+    p = tmp_path / name
+    p.write_text(text[: int(len(text) * TRUNCATE[name])])
+    with pytest.raises(InputError) as e:
+        load_artifact(str(p), KIND_OF[name])
+    assert_points_at(e.value, p)
+
+
+def test_truncated_kineto_raises(tmp_path):
+    text = HTA_TRACE.read_text()
+    p = tmp_path / "rank0.json"
+    p.write_text(text[: int(len(text) * 0.3)])
+    with pytest.raises(InputError) as e:
+        load_artifact(str(p), "kineto")
+    assert_points_at(e.value, p)
+
+
+@pytest.mark.parametrize("kind,name", [
+    ("nccl_tests", "iostat-x_ALL_busy_sda.txt"),
+    ("iostat", "nccl-tests_allreduce_8xA100_healthy.txt"),
+    ("ib_write_bw", "nvidia-smi_dmon_1gpu_idle_to_load_ramp.txt"),
+    ("nvidia_smi_q", "nvidia-smi_topo_m_8xA100_nv12_17nics.txt"),
+    ("nvidia_smi_xml", "nvidia-smi_q_8xH100_sxm_idle.txt"),
+    ("nvidia_smi_dmon", "iostat-x_ALL_busy_sda.txt"),
+    ("nvidia_smi_topo", "ib_write_bw_ib_hdr_loopback_8M.txt"),
+    ("kineto", "nvidia-smi_q_x_A100_sxm4_80gb_mig.xml"),
+])
+def test_foreign_file_for_kind_raises(kind, name):
+    with pytest.raises(InputError) as e:
+        load(name, kind)
+    assert_points_at(e.value, REAL / name)
+
+
+def test_random_json(tmp_path):
+    p = tmp_path / "random.json"
+    p.write_text(json.dumps({"model": "llama", "batch": [1, 2, 3]}, indent=2))
+    with pytest.raises(InputError) as e:
+        load_artifact(str(p))
+    assert_points_at(e.value, p)
+    with pytest.raises(InputError) as e:
+        load_artifact(str(p), "kineto")
+    assert_points_at(e.value, p)
+    p.write_text(json.dumps({"traceEvents": []}))
+    with pytest.raises(InputError, match="ProfilerStep"):
+        load_artifact(str(p), "kineto")
+
+
+def test_unknown_kind_and_missing_file(tmp_path):
+    with pytest.raises(InputError, match="unknown kind"):
+        load("iostat-x_ALL_busy_sda.txt", "sar")
+    with pytest.raises(InputError, match="cannot read"):
+        load_artifact(str(tmp_path / "nope.txt"))

@@ -1,0 +1,86 @@
+"""The CLI in-process: output formats, exit codes, and one-line errors."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO
+from perfdoctor.cli import cli
+
+EXAMPLE = str(REPO / "examples" / "code_completion_13b.yaml")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_diagnose_json_contract():
+    r = run("diagnose", EXAMPLE, "--format", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    probs = [h["probability"] for h in out["hypotheses"]]
+    assert probs == sorted(probs, reverse=True) and len(probs) == 30
+    top = out["hypotheses"][0]
+    assert top["id"] == "prompt_length_growth"
+    assert set(top) >= {"id", "probability", "bottlenecks", "chain", "evidence", "localization", "remedies"}
+    assert {"id", "signals", "command", "cost"} <= set(out["next_probes"][0])
+    assert isinstance(out["warnings"], list)
+
+
+def test_diagnose_text_and_markdown():
+    text = run("diagnose", EXAMPLE).output
+    assert text.splitlines()[1].startswith("1. prompt_length_growth")
+    assert "chain: prompt_length_growth -> heavier prefill" in text
+    md = run("diagnose", EXAMPLE, "--format", "markdown").output
+    for part in ("## Setting", "Workload: inference", "4 nodes x 8 A100-80GB", "vllm 0.6.3", "## Metric definitions",
+                 "`e2e_p99_s` (s)", "## Causal hypotheses", "how it can fail (counterexample)", "P50/P95/P99"):
+        assert part in md
+
+
+def test_probe_command():
+    r = run("probe", EXAMPLE, "--format", "json")
+    assert r.exit_code == 0
+    ids = [p["id"] for p in json.loads(r.output)["next_probes"]]
+    assert ids and "serving_load" not in ids
+
+
+def test_tech_table_and_detail():
+    table = run("tech").output
+    assert "paged_attention" in table and "relieves" in table.splitlines()[0]
+    detail = run("tech", "paged_attention").output
+    assert "cannot fix:" in detail and "counterexample:" in detail
+    r = run("tech", "warp_drive")
+    assert r.exit_code == 2 and "unknown technology or action" in r.output
+
+
+def test_kb_check_and_graph():
+    r = run("kb", "check")
+    assert r.exit_code == 0 and "0 errors" in r.output
+    dot = run("kb", "graph").output
+    assert dot.startswith("digraph perfdoctor {") and '"root_cause:load_surge" -> "mechanism:queue_buildup"' in dot
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("current: {kv_cache_usage: 3.5e3}", "current.kv_cache_usage: 3500 is outside the valid range"),
+    ("current: {e2e_p99_s: 1, e2e_p99_s: 2}", "line 1: duplicate key 'e2e_p99_s'"),
+])
+def test_bad_input_exit_2_with_one_line(tmp_path, content, fragment):
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    r = CliRunner().invoke(cli, ["diagnose", str(path)])
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"perfdoctor: error: {path}: ") and fragment in lines[0]
+
+
+def test_missing_file_exit_2():
+    r = run("diagnose", "does/not/exist.yaml")
+    assert r.exit_code == 2 and "does/not/exist.yaml: file not found" in r.output
+
+
+def test_warnings_are_shown(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text("current: {sm_active: 45, dram_active: 0.9, made_up: 1}")
+    out = json.loads(run("diagnose", str(path), "--format", "json").output)
+    assert any("looks like a percent" in w for w in out["warnings"])
+    assert any("made_up: unknown signal" in w for w in out["warnings"])

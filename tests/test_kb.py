@@ -1,0 +1,115 @@
+"""The knowledge base: valid, complete for the contract ids, and `kb check` names file, entry and field."""
+import shutil
+
+import pytest
+
+from perfdoctor.kb.check import check_kb
+from perfdoctor.kb.loader import load_kb
+
+CONTRACT_ROOT_CAUSES = """load_surge prompt_length_growth output_length_growth kv_cache_exhaustion decode_memory_bound
+prefill_compute_bound batching_underutilization host_cpu_bottleneck prefix_cache_degradation tensor_parallel_comm
+kv_transfer_bottleneck gateway_saturation client_network_latency load_imbalance head_of_line_blocking
+speculative_decoding_regression input_pipeline_stall storage_io_bottleneck gpu_throttling gpu_hardware_fault
+pcie_link_degradation nvlink_degradation rdma_network_degradation gpudirect_rdma_disabled numa_affinity_misconfig
+scale_out_comm_bound memory_pressure training_config_regression software_version_regression noisy_neighbor""".split()
+CONTRACT_TECHNOLOGIES = """gqa flash_attention paged_attention speculative_decoding pd_disaggregation zero ray kubernetes
+continuous_batching chunked_prefill prefix_caching quantization cuda_graphs tensor_parallelism pipeline_parallelism
+data_parallelism expert_parallelism activation_checkpointing mixed_precision""".split()
+CONTRACT_SIGNALS = """request_rate_rps ttft_p50_s ttft_p99_s itl_p50_s itl_p99_s e2e_p50_s e2e_p99_s queue_time_p50_s
+queue_time_p99_s prefill_time_p50_s decode_time_p50_s output_tokens_per_s requests_running requests_waiting kv_cache_usage
+preemptions_per_s prompt_tokens_mean output_tokens_mean prefix_cache_hit_rate spec_decode_acceptance_rate
+kv_transfer_time_p50_s http_5xx_rate http_499_rate gateway_cpu_util client_rtt_ms main_thread_cpu_util gpu_util sm_active
+tensor_active dram_active sm_clock_mhz power_w power_limit_w temp_c throttle_reasons fb_used_frac xid_errors ecc_dbe_errors
+row_remap_failures pcie_link_gen pcie_link_width pcie_replay_rate nvlink_bw_gb_per_s nvlink_active_links step_time_s
+tokens_per_s dataloader_wait_frac comm_time_frac gpu_idle_frac alloc_retries scaling_efficiency host_cpu_util
+cpu_iowait_frac cpu_steal_frac disk_read_latency_ms storage_read_mb_per_s memory_available_frac numa_affinity_ok
+ib_write_bw_gbit_per_s nccl_busbw_gb_per_s ib_symbol_errors ib_link_downed ib_xmit_wait_rate gdr_enabled
+nccl_transport""".split()
+CONTRACT_CHANGES = """driver_upgrade cuda_upgrade nccl_upgrade framework_upgrade container_image engine_upgrade model_version
+prompt_template batch_config parallelism_config nodes_added network_config scheduler_config traffic_shift""".split()
+
+
+def test_shipped_kb_has_no_issues(kb):
+    assert [str(i) for i in check_kb(kb)] == []
+
+
+@pytest.mark.parametrize("rc", CONTRACT_ROOT_CAUSES)
+def test_contract_root_cause_is_complete(kb, rc):
+    entry = kb.root_causes[rc]
+    assert entry.sources and entry.remedies and entry.mechanisms
+    assert kb.source_file[rc] == f"kb/root_causes/{rc}.yaml"
+
+
+@pytest.mark.parametrize("tech", CONTRACT_TECHNOLOGIES)
+def test_contract_technology_names_its_failure_mode(kb, tech):
+    t = kb.technologies[tech]
+    assert t.kind == "technology" and t.cannot_fix and len(t.counterexample) > 20 and t.sources
+
+
+def test_contract_vocabulary(kb):
+    assert set(CONTRACT_SIGNALS) <= set(kb.signals)
+    assert set(CONTRACT_CHANGES) <= set(kb.changes)
+
+
+@pytest.fixture
+def kb_copy(tmp_path):
+    from perfdoctor.kb.loader import KB_DIR
+    dst = tmp_path / "kb"
+    shutil.copytree(KB_DIR, dst, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    return dst
+
+
+def _messages(root):
+    return [str(i) for i in check_kb(load_kb(root)) if i.severity == "error"]
+
+
+def test_dangling_mechanism_reference(kb_copy):
+    path = kb_copy / "root_causes" / "load_surge.yaml"
+    path.write_text(path.read_text().replace("target: queue_buildup", "target: queue_buildp"))
+    assert "kb/root_causes/load_surge.yaml: load_surge: mechanisms[0].target: unknown mechanism 'queue_buildp'" in _messages(kb_copy)
+
+
+def test_schema_error_names_the_field(kb_copy):
+    path = kb_copy / "root_causes" / "gpu_throttling.yaml"
+    path.write_text(path.read_text().replace("prior: 0.03", "prior: 1.5"))
+    msgs = _messages(kb_copy)
+    assert any(m.startswith("kb/root_causes/gpu_throttling.yaml: gpu_throttling: prior: ") for m in msgs)
+
+
+def test_duplicate_yaml_key_is_an_error(kb_copy):
+    path = kb_copy / "root_causes" / "noisy_neighbor.yaml"
+    path.write_text(path.read_text() + "prior: 0.5\n")
+    assert any("noisy_neighbor.yaml: line" in m and "duplicate key 'prior'" in m for m in _messages(kb_copy))
+
+
+def test_id_must_match_file_name(kb_copy):
+    (kb_copy / "root_causes" / "load_surge.yaml").rename(kb_copy / "root_causes" / "surge.yaml")
+    assert "kb/root_causes/surge.yaml: load_surge: id: must equal the file name 'surge'" in _messages(kb_copy)
+
+
+def test_signal_without_probe_and_unknown_retest(kb_copy):
+    probes = kb_copy / "probes.yaml"
+    probes.write_text(probes.read_text().replace("fills: [client_rtt_ms]", "fills: [client_rtt_msec]"))
+    msgs = _messages(kb_copy)
+    assert "kb/probes.yaml: client_rtt: fills[0]: unknown signal 'client_rtt_msec'" in msgs
+    assert "kb/signals/service.yaml: client_rtt_ms: no probe fills this signal" in msgs
+
+
+def test_mechanism_cannot_point_at_a_mechanism(kb_copy):
+    mech = kb_copy / "mechanisms.yaml"
+    mech.write_text(mech.read_text() + """- id: loop_a
+  title: a
+  description: a
+  bottlenecks: [compute]
+  leak: 0.01
+  effects: [{target: queue_buildup, strength: 0.5}]
+  sources: [https://example.org]
+""")
+    msgs = _messages(kb_copy)
+    assert any("loop_a: effects[0].target: unknown finding 'queue_buildup'" in m for m in msgs)
+
+
+def test_finding_cannot_be_both_effect_and_signature(kb_copy):
+    path = kb_copy / "root_causes" / "load_surge.yaml"
+    path.write_text(path.read_text().replace("target: request_rate_up", "target: waiting_up"))
+    assert any("waiting_up: finding is both a mechanism effect and a root-cause signature" in m for m in _messages(kb_copy))

@@ -1,0 +1,28 @@
+"""Peer comparison on real-looking fleets: one slow GPU among 32 is named, a healthy fleet flags nothing."""
+from perfdoctor.engine.findings import evaluate
+from perfdoctor.engine.peers import robust_outliers
+from perfdoctor.symptoms.snapshot import parse_snapshot
+
+
+def test_one_slow_gpu_among_32_is_flagged():
+    clocks = {f"node{n}/gpu{g}": 1410.0 + (g % 3) for n in range(4) for g in range(8)}
+    clocks["node2/gpu5"] = 1005.0
+    assert list(robust_outliers(clocks, "low", 3.5, 0.1, 4)) == ["node2/gpu5"]
+
+
+def test_small_jitter_is_not_an_outlier():
+    clocks = {f"gpu{g}": 1980.0 - 15 * (g % 4) for g in range(16)}
+    assert robust_outliers(clocks, "low", 3.5, 0.1, 4) == {}
+
+
+def test_too_few_peers_flags_nothing():
+    assert robust_outliers({"gpu0": 1000.0, "gpu1": 2000.0, "gpu2": 2000.0}, "low", 3.5, 0.1, 4) == {}
+
+
+def test_outlier_finding_names_the_entity(kb):
+    clocks = {f"gpu{g}": 1410 for g in range(8)}
+    clocks["gpu3"] = 900
+    snap = parse_snapshot({"current": {"sm_clock_mhz": clocks}}, kb)
+    obs = evaluate(kb, snap)["sm_clock_gpu_low"]
+    assert obs.present and obs.entities == ["gpu3"]
+    assert "gpu3=900 MHz" in obs.detail and "1 of 8" in obs.detail

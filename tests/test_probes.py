@@ -1,0 +1,29 @@
+"""Next probes: ranked by information gain per minute, never asking for what is already known."""
+from conftest import REPO
+from perfdoctor.symptoms.snapshot import load_snapshot, parse_snapshot
+
+
+def test_known_signals_are_not_asked_again(engine):
+    snap = load_snapshot(REPO / "examples" / "code_completion_13b.yaml", engine.kb)
+    d = engine.diagnose(snap)
+    for p in d.next_probes:
+        assert not set(p.signals) & set(snap.current)
+    assert "ask_changes" not in [p.id for p in d.next_probes]   # changes were given
+
+
+def test_what_changed_is_asked_when_unknown(engine):
+    snap = parse_snapshot({"current": {"step_time_s": 2.0}, "baseline": {"step_time_s": 1.5}}, engine.kb)
+    d = engine.diagnose(snap)
+    ids = [p.id for p in d.next_probes]
+    assert "ask_changes" in ids[:5]
+    first = d.next_probes[0]
+    assert first.gain_bits > 0 and first.command
+    assert [p.score for p in d.next_probes] == sorted((p.score for p in d.next_probes), reverse=True)
+
+
+def test_gain_of_a_decisive_probe_beats_a_weak_one(engine):
+    """For a step-time regression, the per-rank profile is worth more than the client RTT."""
+    snap = parse_snapshot({"context": {"workload": "training"}, "current": {"step_time_s": 2.0},
+                           "baseline": {"step_time_s": 1.5}}, engine.kb)
+    gains = {p.id: p.gain_bits for p in engine.diagnose(snap).next_probes}
+    assert gains["training_step_profile"] > gains["client_rtt"]

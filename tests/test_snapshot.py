@@ -1,0 +1,68 @@
+"""Snapshot validation: every bad input names file, key and problem; doubtful values become warnings."""
+import json
+
+import pytest
+
+from perfdoctor.errors import InputError
+from perfdoctor.symptoms.snapshot import load_snapshot
+
+
+def write(tmp_path, text, name="snap.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_percent_for_a_fraction_is_converted_with_a_warning(kb, tmp_path):
+    snap = load_snapshot(write(tmp_path, "current: {sm_active: 45, dram_active: {gpu0: 95, gpu1: 0.9}}"), kb)
+    assert snap.current["sm_active"] == pytest.approx(0.45)
+    assert snap.current["dram_active"] == {"gpu0": pytest.approx(0.95), "gpu1": pytest.approx(0.9)}
+    assert any("current.sm_active: 45 looks like a percent; read as 0.45" in w for w in snap.warnings)
+    assert any("current.dram_active.gpu0" in w for w in snap.warnings)
+
+
+def test_unknown_signal_and_change_are_warnings_not_errors(kb, tmp_path):
+    snap = load_snapshot(write(tmp_path, "changes: [prompt_template, moon_phase]\ncurrent: {e2e_p99_s: 2, gpu_vibes: 3}"), kb)
+    assert snap.changes == ["prompt_template"]
+    assert "gpu_vibes" not in snap.current
+    assert any("current.gpu_vibes: unknown signal" in w for w in snap.warnings)
+    assert any("unknown change 'moon_phase'" in w for w in snap.warnings)
+
+
+@pytest.mark.parametrize("text, key, problem", [
+    ("current: {kv_cache_usage: 250}", "current.kv_cache_usage", "outside the valid range"),
+    ("current: {e2e_p99_s: -1}", "current.e2e_p99_s", "outside the valid range"),
+    ("current: {e2e_p99_s: fast}", "current.e2e_p99_s", "expected a number"),
+    ("current: {gdr_enabled: 1}", "current.gdr_enabled", "expected true or false"),
+    ("current: {throttle_reasons: {gpu0: 3}}", "current.throttle_reasons.gpu0", "expected a list of strings"),
+    ("current: {sm_clock_mhz: {}}", "current.sm_clock_mhz", "empty per-entity mapping"),
+    ("current: {gpu_util: 0.5}\nchanges: prompt_template", "changes", "must be a list"),
+    ("current: {gpu_util: 0.5}\ncontext: {nodes: four}", "context.nodes", "expected int"),
+    ("current: {gpu_util: 0.5}\ncontext: {workload: gaming}", "context.workload", "must be 'inference' or 'training'"),
+    ("current: {gpu_util: 0.5}\ncontext: {slo: {e2e_p99_s: 0}}", "context.slo.e2e_p99_s", "positive number"),
+    ("current: {gpu_util: 0.5}\nbaseline: [1, 2]", "baseline", "must be a mapping"),
+    ("current: {nothing_known: 1}", "current", "no known signal observed"),
+    ("- just\n- a list", "", "must be a mapping"),
+    ("current: {gpu_util: 0.5, gpu_util: 0.6}", "line 1", "duplicate key 'gpu_util'"),
+    ("current: {gpu_util: [0.5", "line 1", ""),
+])
+def test_bad_input_names_file_key_and_problem(kb, tmp_path, text, key, problem):
+    path = write(tmp_path, text)
+    with pytest.raises(InputError) as exc:
+        load_snapshot(path, kb)
+    message = str(exc.value)
+    assert message.startswith(str(path))
+    assert key in message and problem in message
+    assert "\n" not in message
+
+
+def test_missing_file(kb, tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        load_snapshot(tmp_path / "nope.yaml", kb)
+
+
+def test_json_snapshot_and_duplicate_key_in_json(kb, tmp_path):
+    snap = load_snapshot(write(tmp_path, json.dumps({"current": {"e2e_p99_s": 2.5}}), "s.json"), kb)
+    assert snap.current == {"e2e_p99_s": 2.5}
+    with pytest.raises(InputError, match="duplicate key"):
+        load_snapshot(write(tmp_path, '{"current": {"e2e_p99_s": 1, "e2e_p99_s": 2}}', "d.json"), kb)
