@@ -65,9 +65,12 @@ class ExactInference:
                 L *= (1.0 - self.P0[:, k]) if present else self.P0[:, k]
         return L
 
-    def query(self, evidence: dict) -> Joint:
-        """Posterior of every root cause and mechanism given {finding: present}; unknown ids are ignored."""
-        D, J = self._cause_side(evidence)
+    def query(self, evidence: dict, prior: np.ndarray | None = None) -> Joint:
+        """Posterior of every root cause and mechanism given {finding: present}; unknown ids are ignored.
+
+        `prior` replaces the network's cause priors for this query (context-dependent scope).
+        """
+        D, J = self._cause_side(evidence, self.net.prior if prior is None else prior)
         L = self.likelihood(evidence)
         pe = float(D @ L)
         if not pe > 0:
@@ -75,10 +78,8 @@ class ExactInference:
         DL = D * L
         return Joint(evidence, D, J, L, pe, (J.T @ L) / pe, (DL @ self.bits) / pe)
 
-    def _cause_side(self, evidence):
+    def _cause_side(self, evidence, p):
         """D(S) and J_i(S) with all signature evidence folded in (steps 2 and 3)."""
-        net = self.net
-        p = net.prior
         u = np.ones_like(p)      # weight of "cause off"
         v = np.ones_like(p)      # weight of "cause on"
         const = 1.0

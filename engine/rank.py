@@ -48,21 +48,35 @@ class Engine:
     def load(cls, kb_root=None) -> "Engine":
         return cls(load_kb(kb_root) if kb_root else load_kb())
 
+    def priors(self, context: dict) -> np.ndarray:
+        """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope)."""
+        prior = self.net.prior.copy()
+        workload, nodes, tp = context.get("workload"), context.get("nodes"), context.get("tp")
+        for i, cid in enumerate(self.net.causes):
+            scope = self.kb.root_causes[cid].scope
+            if (workload and workload not in scope.workloads) or (nodes and nodes < scope.min_nodes) \
+                    or (tp and tp < scope.min_tp):
+                prior[i] *= scope.outside
+        return prior
+
     def evidence(self, observations: dict[str, Observation]) -> dict[str, bool]:
         return {f: o.present for f, o in observations.items()
                 if f in self.inference.mech_index or f in self.inference.sig_index}
 
-    def diagnose(self, snap: Snapshot, top: int | None = None, with_probes: bool = True) -> Diagnosis:
+    def diagnose(self, snap: Snapshot, top: int | None = None, with_probes: bool = True,
+                 asked: set[str] = frozenset()) -> Diagnosis:
+        """Rank every root cause for `snap`; `asked` names signals or probes already tried without an answer."""
         observations = evaluate(self.kb, snap)
-        joint = self.inference.query(self.evidence(observations))
+        joint = self.inference.query(self.evidence(observations), self.priors(snap.context))
         order = np.argsort(-joint.cause_post, kind="stable")
         shown = order if top is None else order[:top]
         loo = self._leave_one_out(joint)
         weights = joint.J * joint.L[:, None]
         mech_given = (weights.T @ self.inference.bits) / np.maximum(weights.sum(axis=0), 1e-300)[:, None]
         hyps = [self._hypothesis(int(i), joint, observations, loo, mech_given[i]) for i in shown]
-        known = set(snap.current) | ({"changes"} if snap.changes is not None else set())
-        probes = rank_probes(self.kb, self.inference, joint, known) if with_probes else []
+        known = set(snap.current) | ({"changes"} if snap.changes is not None else set()) | set(asked)
+        probes = [p for p in rank_probes(self.kb, self.inference, joint, known) if p.id not in asked] \
+            if with_probes else []
         return Diagnosis(snap, observations, hyps, probes, list(snap.warnings) + self._coverage_warnings(snap, observations))
 
     def _coverage_warnings(self, snap, observations):

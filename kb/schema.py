@@ -121,6 +121,18 @@ class Mechanism(Entry):
     zh: Translation | None = None
 
 
+class Scope(Entry):
+    """Where a root cause can occur. A snapshot whose context contradicts it scales the prior by `outside`.
+
+    Read as an observed parent of the cause: a KV-cache problem does not happen in a training job, an
+    RDMA fabric problem not inside one node, tensor-parallel traffic not without tensor parallelism.
+    """
+    workloads: list[Literal["inference", "training"]] = ["inference", "training"]
+    min_nodes: int = 1
+    min_tp: int = 1
+    outside: Probability = Field(0.02, gt=0, lt=1)
+
+
 class RootCause(Entry):
     id: str
     title: str
@@ -130,6 +142,7 @@ class RootCause(Entry):
     prior: Probability = Field(gt=0, lt=1)
     mechanisms: list[Effect] = Field(min_length=1)
     signatures: list[Effect] = []
+    scope: Scope = Scope()
     localizes_to: EntityKind
     remedies: list[str] = Field(min_length=1)
     sources: list[str] = Field(min_length=1)

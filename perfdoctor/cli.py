@@ -1,5 +1,6 @@
 """The `perfdoctor` command line. Bad input: one line on stderr naming file, key and problem; exit 2."""
 import sys
+from pathlib import Path
 
 import click
 
@@ -102,6 +103,47 @@ def tech(name, fmt):
     widths = [max(len(r[c]) for r in rows) for c in range(5)]
     for r in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+@cli.command("eval")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--probes/--no-probes", default=True, show_default=True, help="also measure probes to diagnosis")
+@click.option("--min-ac3", type=float, default=None, help="exit 1 when AC@3 over all cases is below this")
+def eval_cmd(folder, fmt, probes, min_ac3):
+    """Score the ranking on a labeled incident library FOLDER (cases/*.yaml, holdout/ scored apart)."""
+    import json
+
+    from perfdoctor.engine.evaluation import evaluate_library, per_root_cause, summary
+    try:
+        engine = _engine()
+        report = evaluate_library(engine, Path(folder), probes=probes)
+    except InputError as exc:
+        fail(exc)
+    whole, tuned, held = summary(report), summary(report, holdout=False), summary(report, holdout=True)
+    misses = [r for r in report.results if r.rank > 1]
+    if fmt == "json":
+        click.echo(json.dumps({"all": whole, "library": tuned, "holdout": held, "per_root_cause": per_root_cause(report),
+                               "misses": [{"id": r.id, "expected": r.expected, "rank": r.rank, "top": r.top,
+                                           "top_probability": round(r.top_probability, 3)} for r in misses]}, indent=2))
+    else:
+        for name, s in (("all cases", whole), ("tuned part", tuned), ("holdout", held)):
+            if s["cases"]:
+                click.echo(f"{name}: {s['cases']} cases  AC@1 {s['ac_at_1']:.3f}  AC@3 {s['ac_at_3']:.3f}  "
+                           f"Avg@5 {s['avg_at_5']:.3f}  Brier(top) {s['brier_top']:.3f}")
+                if probes:
+                    click.echo(f"  probes to diagnosis: perfdoctor median {s['probes_median']} "
+                               f"(mean {s['probes_mean']} over {s['probes_solved']} solved), checklist median "
+                               f"{s['checklist_median']} (mean {s['checklist_mean']} over {s['checklist_solved']} solved)")
+        click.echo("\nper root cause (cases, hits@1, hits@3):")
+        for rc, row in per_root_cause(report).items():
+            click.echo(f"  {rc:34s} {row['cases']:3d} {row['ac_at_1']:3d} {row['ac_at_3']:3d}")
+        click.echo("\nmisses (expected rank > 1):")
+        for r in misses:
+            click.echo(f"  {r.id}: expected {r.expected} at rank {r.rank}; first {r.top} P={r.top_probability:.2f}")
+    if min_ac3 is not None and whole["ac_at_3"] < min_ac3:
+        click.echo(f"perfdoctor: AC@3 {whole['ac_at_3']:.3f} is below the required {min_ac3}", err=True)
+        sys.exit(1)
 
 
 @cli.group()

@@ -9,6 +9,8 @@ from perfdoctor.yamlio import load_file
 
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 WORKLOAD_ALIASES = {"serving": "inference", "inference": "inference", "train": "training", "training": "training"}
+CONTEXT_ALIASES = {"tensor_parallel": "tp", "tensor_parallel_size": "tp", "tp_size": "tp",
+                   "pipeline_parallel": "pp", "pipeline_parallel_size": "pp"}
 TOP_KEYS = {"context", "changes", "baseline", "current"}
 CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
@@ -60,6 +62,7 @@ def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
 def _context(ctx, kb, where, warnings):
     if not isinstance(ctx, dict):
         raise InputError(where, "context", "must be a mapping")
+    ctx = {CONTEXT_ALIASES.get(k, k): v for k, v in ctx.items()}
     for key, value in ctx.items():
         expected = CONTEXT_KEYS.get(key)
         if expected is None:

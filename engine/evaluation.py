@@ -1,0 +1,138 @@
+"""`perfdoctor eval`: hit rates on a labeled incident library, and probes needed versus a fixed checklist."""
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean, median
+
+from perfdoctor.engine.rank import Engine
+from perfdoctor.errors import InputError
+from perfdoctor.symptoms.snapshot import Snapshot, parse_snapshot
+from perfdoctor.yamlio import load_file
+
+CONFIDENT = 0.7
+
+
+@dataclass
+class CaseResult:
+    id: str
+    path: str
+    holdout: bool
+    expected: str
+    acceptable: set
+    rank: int                      # 1-based rank of the best acceptable cause
+    top: str
+    top_probability: float
+    probes: int | None             # perfdoctor's probes until diagnosis; None = never confident
+    checklist_probes: int | None
+
+
+@dataclass
+class Report:
+    results: list[CaseResult] = field(default_factory=list)
+    unsolved: int = 0              # probe count used for a case never diagnosed (more than any real run)
+
+
+def load_cases(folder: Path) -> list[tuple[Path, dict]]:
+    """Every case file under `folder` (recursively), validated for the keys eval needs."""
+    paths = sorted(Path(folder).rglob("*.yaml"))
+    if not paths:
+        raise InputError(str(folder), "", "no case files (*.yaml) found")
+    cases = []
+    for path in paths:
+        case = load_file(path)
+        if not isinstance(case, dict) or "snapshot" not in case or "expected" not in case:
+            raise InputError(str(path), "", "a case needs 'expected' and 'snapshot'")
+        if "root_cause" not in (case["expected"] or {}):
+            raise InputError(str(path), "expected.root_cause", "missing")
+        cases.append((path, case))
+    return cases
+
+
+def evaluate_library(engine: Engine, folder: Path, probes: bool = True) -> Report:
+    report = Report(unsolved=len(engine.kb.probes) + 1)
+    checklist = load_file(engine.kb.root / "checklist.yaml")["order"]
+    for path, case in load_cases(folder):
+        where = str(path)
+        snap = parse_snapshot(case["snapshot"], engine.kb, where)
+        expected = case["expected"]["root_cause"]
+        if expected not in engine.kb.root_causes:
+            raise InputError(where, "expected.root_cause", f"unknown root cause '{expected}'")
+        ok = {expected, *(case["expected"].get("also_acceptable") or [])}
+        d = engine.diagnose(snap, with_probes=False)
+        ids = [h.id for h in d.hypotheses]
+        rank = min(ids.index(c) for c in ok if c in ids) + 1
+        initial = case.get("initial") or []
+        report.results.append(CaseResult(
+            id=case.get("id", path.stem), path=where, holdout="holdout" in path.parts, expected=expected,
+            acceptable=ok, rank=rank, top=ids[0], top_probability=d.hypotheses[0].probability,
+            probes=probes_to_diagnosis(engine, snap, initial, ok, None) if probes else None,
+            checklist_probes=probes_to_diagnosis(engine, snap, initial, ok, checklist) if probes else None))
+    return report
+
+
+def _reveal(full: Snapshot, signals: set, changes_known: bool) -> Snapshot:
+    keep = lambda part: {s: v for s, v in part.items() if s in signals}
+    return Snapshot(source=full.source, context=full.context, changes=full.changes if changes_known else None,
+                    baseline=keep(full.baseline), current=keep(full.current))
+
+
+def probes_to_diagnosis(engine: Engine, full: Snapshot, initial: list, ok: set, order: list | None) -> int | None:
+    """Probes taken until an acceptable cause is first with P >= 0.7, revealing signals from the full snapshot.
+
+    Notes
+    -----
+    1. Start from the `initial` signals only (current and baseline values), with `changes` hidden.
+    2. Take perfdoctor's best next probe (or, with `order`, the next checklist probe not yet taken).
+    3. Reveal every signal it fills that the full snapshot has; a probe whose signals the incident did not
+       record still counts as a probe taken.
+    4. Stop when an acceptable cause ranks first with probability >= 0.7; None if probes run out first.
+    """
+    known, asked = set(initial), set()
+    changes_known = "changes" in initial
+    for taken in range(len(engine.kb.probes) + 1):
+        snap = _reveal(full, known, changes_known)
+        d = engine.diagnose(snap, top=1, with_probes=order is None, asked=asked | known)
+        if d.hypotheses and d.hypotheses[0].id in ok and d.hypotheses[0].probability >= CONFIDENT:
+            return taken
+        if order is None:
+            nxt = next((p.id for p in d.next_probes), None)
+        else:
+            nxt = next((p for p in order if p not in asked), None)
+        if nxt is None:
+            return None
+        asked.add(nxt)
+        fills = engine.kb.probes[nxt].fills
+        known |= set(fills)
+        changes_known = changes_known or "changes" in fills
+    return None
+
+
+def summary(report: Report, holdout: bool | None = None) -> dict:
+    rs = [r for r in report.results if holdout is None or r.holdout == holdout]
+    if not rs:
+        return {"cases": 0}
+    n = len(rs)
+    ac = lambda k: sum(r.rank <= k for r in rs) / n
+    solved = [r.probes for r in rs if r.probes is not None]
+    solved_c = [r.checklist_probes for r in rs if r.checklist_probes is not None]
+    big = report.unsolved
+    return {
+        "cases": n, "ac_at_1": round(ac(1), 3), "ac_at_3": round(ac(3), 3),
+        "avg_at_5": round(mean(ac(k) for k in range(1, 6)), 3),
+        "brier_top": round(mean((r.top_probability - (r.top in r.acceptable)) ** 2 for r in rs), 4),
+        "probes_median": median(r.probes if r.probes is not None else big for r in rs),
+        "probes_mean": round(mean(solved), 2) if solved else None,
+        "probes_solved": len(solved),
+        "checklist_median": median(r.checklist_probes if r.checklist_probes is not None else big for r in rs),
+        "checklist_mean": round(mean(solved_c), 2) if solved_c else None,
+        "checklist_solved": len(solved_c),
+    }
+
+
+def per_root_cause(report: Report) -> dict:
+    table = {}
+    for r in report.results:
+        row = table.setdefault(r.expected, {"cases": 0, "ac_at_1": 0, "ac_at_3": 0})
+        row["cases"] += 1
+        row["ac_at_1"] += r.rank == 1
+        row["ac_at_3"] += r.rank <= 3
+    return dict(sorted(table.items()))
