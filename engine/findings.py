@@ -1,4 +1,5 @@
 """Turn a snapshot's signal values into present / absent findings, with the values and entities behind them."""
+import math
 from dataclasses import dataclass, field
 from statistics import mean, median
 
@@ -38,6 +39,10 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
     return out
 
 
+def _ratio(now, base):
+    return now / base if base else (math.inf if now > 0 else 1.0)
+
+
 def _values(v) -> dict:
     return v if isinstance(v, dict) else {"all": v}
 
@@ -67,11 +72,20 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
     if kind in ("ratio_up", "ratio_down"):
         if sid not in snap.baseline:
             return None
-        now, base = mean(cur.values()), mean(_values(snap.baseline[sid]).values())
-        ratio = now / base if base else (float("inf") if now > 0 else 1.0)
-        present = ratio >= rule.ratio_up if kind == "ratio_up" else ratio <= rule.ratio_down
+        base_values = _values(snap.baseline[sid])
+        moved = lambda r: r >= rule.ratio_up if kind == "ratio_up" else r <= rule.ratio_down
+        common = [e for e in cur if e in base_values and e != "all"] if entity_named else []
+        if common:  # the same entities before and after: compare each with itself
+            ratios = {e: _ratio(cur[e], base_values[e]) for e in common}
+            hit = [e for e in common if moved(ratios[e])]
+            worst = max(common, key=lambda e: abs(math.log(ratios[e])) if 0 < ratios[e] < math.inf else math.inf)
+            detail = f"{sid} on {worst} {_fmt(base_values[worst], unit)} -> {_fmt(cur[worst], unit)} " \
+                     f"(x{ratios[worst]:.2f}; {len(hit)} of {len(common)} moved)"
+            return Observation(finding.id, sid, bool(hit), detail, hit)
+        now, base = mean(cur.values()), mean(base_values.values())
+        ratio = _ratio(now, base)
         detail = f"{sid} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
-        return Observation(finding.id, sid, present, detail)
+        return Observation(finding.id, sid, moved(ratio), detail)
     if kind == "over_slo":
         bound = (snap.context.get("slo") or {}).get(sid)
         if bound is None:
@@ -95,6 +109,16 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         else:
             detail = f"{sid}: no {o.direction} outlier among {len(cur)} (median {_fmt(med, unit)})"
         return Observation(finding.id, sid, bool(flagged), detail, sorted(flagged, key=flagged.get, reverse=True))
+    if kind == "spread_above":
+        if not entity_named or len(cur) < 2:
+            return None
+        hi, lo = max(cur, key=cur.get), min(cur, key=cur.get)
+        spread = (cur[hi] - cur[lo]) / cur[hi] if cur[hi] > 0 else 0.0
+        present = spread >= rule.spread_above
+        detail = f"{sid} from {_fmt(cur[lo], unit)} ({lo}) to {_fmt(cur[hi], unit)} ({hi}) across {len(cur)}"
+        low = [e for e, v in cur.items() if v <= cur[lo] + 0.25 * (cur[hi] - cur[lo])]
+        high = [e for e, v in cur.items() if v >= cur[hi] - 0.25 * (cur[hi] - cur[lo])]
+        return Observation(finding.id, sid, present, detail, (high if len(high) <= len(low) else low) if present else [])
     if kind == "equals":
         hit = [e for e, v in cur.items() if v == rule.equals]
         present = bool(hit)

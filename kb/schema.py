@@ -31,7 +31,7 @@ class Outlier(Entry):
     direction: Literal["low", "high"]
     min_z: float = 3.5
     min_rel: float = 0.1
-    min_peers: int = 4
+    min_peers: int = 3
 
 
 class FractionOf(Entry):
@@ -59,6 +59,7 @@ class Rule(Entry):
     contains_any: list[str] | None = None
     fraction_of: FractionOf | None = None
     tail_ratio_up: TailRatioUp | None = None
+    spread_above: float | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
 
     @model_validator(mode="after")
