@@ -1,0 +1,62 @@
+"""`perfdoctor eval`: metrics on a labeled library, probe counts against the checklist, and the CLI gate."""
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO, SCENARIOS
+from perfdoctor.cli import cli
+from perfdoctor.engine.evaluation import evaluate_library, per_root_cause, probes_to_diagnosis, summary
+from perfdoctor.symptoms.snapshot import load_snapshot
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cases")
+    (root / "holdout").mkdir()
+    for name in ("worked_example_13b_code_completion", "single_slow_gpu_of_32", "load_surge_partner_launch"):
+        shutil.copy(REPO / "tests" / "scenarios" / f"{name}.yaml", root / f"{name}.yaml")
+    shutil.copy(REPO / "tests" / "scenarios" / "p99_only_regression.yaml", root / "holdout" / "p99.yaml")
+    return root
+
+
+def test_metrics_and_split(engine, library):
+    report = evaluate_library(engine, library)
+    whole, held = summary(report), summary(report, holdout=True)
+    assert whole["cases"] == 4 and held["cases"] == 1
+    assert whole["ac_at_1"] == 1.0 and whole["ac_at_3"] == 1.0
+    assert 0 <= whole["brier_top"] < 0.1
+    assert per_root_cause(report)["gpu_throttling"] == {"cases": 1, "ac_at_1": 1, "ac_at_3": 1}
+
+
+def test_probe_loop_reaches_diagnosis_from_the_headline(engine):
+    """From P99 and throughput alone, perfdoctor's own probe order reaches prompt growth, in fewer steps."""
+    path = REPO / "tests" / "scenarios" / "worked_example_13b_code_completion.yaml"
+    from perfdoctor.yamlio import load_file
+    from perfdoctor.symptoms.snapshot import parse_snapshot
+    case = load_file(path)
+    full = parse_snapshot(case["snapshot"], engine.kb, str(path))
+    ours = probes_to_diagnosis(engine, full, case["initial"], {"prompt_length_growth"}, None)
+    checklist = load_file(engine.kb.root / "checklist.yaml")["order"]
+    theirs = probes_to_diagnosis(engine, full, case["initial"], {"prompt_length_growth"}, checklist)
+    assert ours is not None and 1 <= ours <= 4
+    assert theirs is None or theirs >= ours
+
+
+def test_cli_eval_gate(library):
+    ok = CliRunner().invoke(cli, ["eval", str(library), "--no-probes", "--min-ac3", "0.9"])
+    assert ok.exit_code == 0, ok.output
+    assert "all cases: 4 cases  AC@1 1.000" in ok.output and "holdout: 1 cases" in ok.output
+
+
+def test_cli_eval_gate_fails_below_threshold(tmp_path):
+    case = (REPO / "tests" / "scenarios" / "load_surge_partner_launch.yaml").read_text()
+    (tmp_path / "wrong.yaml").write_text(case.replace("root_cause: load_surge", "root_cause: nvlink_degradation"))
+    r = CliRunner().invoke(cli, ["eval", str(tmp_path), "--no-probes", "--min-ac3", "0.9"])
+    assert r.exit_code == 1 and "below the required 0.9" in r.output
+
+
+def test_cli_eval_bad_case(tmp_path):
+    (tmp_path / "bad.yaml").write_text("id: x\nexpected: {root_cause: warp_core}\nsnapshot: {current: {e2e_p99_s: 1}}\n")
+    r = CliRunner().invoke(cli, ["eval", str(tmp_path)])
+    assert r.exit_code == 2 and "expected.root_cause: unknown root cause 'warp_core'" in r.output
