@@ -12,8 +12,8 @@ Inputs. context: gpu, model {params_b, active_params_b, layers, hidden_size, att
 head_dim, weight_dtype, kv_dtype} or model_params_b or model_config (a Hugging Face config.json),
 tp, pp, gpus_per_replica, replicas, gpu_memory_utilization, gpus, tokens_per_step or global_batch_size and
 seq_len, interconnect, gpus_per_node, allreduce {n, message_bytes, link, link_gb_s}.
-signals: {signal_id: number or {entity: number}}. A plain number for a serving signal is read as the whole
-service and divided by context.replicas (default 1); a mapping is averaged over its replicas.
+signals: {signal_id: number or {entity: number}}. A plain number for a serving signal is read as one
+replica's value (what one engine's /metrics shows); a {replica: value} mapping is averaged.
 """
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,9 +111,9 @@ def _dtype_bytes(name, key: str) -> float | None:
         raise InputError("context", key, f"unknown dtype {name!r}; known: {', '.join(DTYPE_BYTES)}") from None
 
 
-def _signal(signals: dict, key: str, how: str = "mean", replicas: float = 1.0) -> float | None:
-    """A signal as one number. how: 'mean' (a per-request average), 'per_replica' (a plain number is the
-    whole service, divided by replicas) or 'max' (the slowest rank)."""
+def _signal(signals: dict, key: str, how: str = "mean") -> float | None:
+    """A signal as one number: a scalar as given (per replica for serving signals), a mapping averaged over
+    its entities, or with how='max' the largest (the slowest rank)."""
     value = signals.get(key)
     if value is None:
         return None
@@ -122,8 +122,7 @@ def _signal(signals: dict, key: str, how: str = "mean", replicas: float = 1.0) -
         if not nums:
             return None
         return max(nums) if how == "max" else sum(nums) / len(nums)
-    value = _pos_or_zero(value, key)
-    return value / replicas if how == "per_replica" else value
+    return _pos_or_zero(value, key)
 
 
 def _pos_or_zero(value, key: str) -> float:
@@ -208,8 +207,10 @@ def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | 
     """Merge model_config, model_params_b and model (later wins); None when the context names no model."""
     warnings = [] if warnings is None else warnings
     given = context.get("model") or {}
+    if isinstance(given, str):  # a model name only: it says nothing about the shape
+        given = {}
     if not isinstance(given, dict):
-        raise InputError("context", "model", "must be a mapping")
+        raise InputError("context", "model", "must be a mapping or a model name")
     for key in given:
         if key not in MODEL_KEYS:
             raise InputError("context", f"model.{key}", f"unknown key; expected one of {', '.join(MODEL_KEYS)}")
@@ -362,8 +363,7 @@ def _tokens_per_step(context: dict) -> float | None:
 
 
 def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
-    replicas = _opt(context, "replicas") or 1
-    batch = _signal(signals, "requests_running", "per_replica", replicas)
+    batch = _signal(signals, "requests_running")
     prompt, output = _signal(signals, "prompt_tokens_mean"), _signal(signals, "output_tokens_mean")
     ctx = prompt + output / 2 if prompt is not None and output is not None else None
     out: list[Ceiling] = []
@@ -373,9 +373,9 @@ def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
         if batch == 0:
             warnings.append("decode_tokens_per_s skipped: requests_running is 0 (idle)")
         else:
-            observed = _signal(signals, "output_tokens_per_s", "per_replica", replicas)
+            observed = _signal(signals, "output_tokens_per_s")
             out.append(decode_ceiling(m, gpu, gpus, batch, ctx, observed))
-    rate = _signal(signals, "request_rate_rps", "per_replica", replicas)
+    rate = _signal(signals, "request_rate_rps")
     hit = _signal(signals, "prefix_cache_hit_rate") or 0.0
     prefill_obs = rate * prompt * (1 - min(hit, 1.0)) if rate is not None and prompt is not None else None
     out.append(prefill_ceiling(m, gpu, gpus, prefill_obs))

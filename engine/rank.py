@@ -1,8 +1,10 @@
 """Diagnosis: ranked hypotheses with causal chains, evidence for and against, localization and remedies."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
+from perfdoctor.engine.ceilings import Ceiling, compute_ceilings
 from perfdoctor.engine.findings import Observation, evaluate
 from perfdoctor.engine.inference import ExactInference, Joint
 from perfdoctor.engine.network import NoisyOrNetwork, compile_network
@@ -11,6 +13,7 @@ from perfdoctor.kb.loader import KB, load_kb, require_valid
 from perfdoctor.symptoms.snapshot import Snapshot
 
 MIN_EVIDENCE_SHIFT = 0.005
+IMPOSSIBLE_FRACTION = 1.1  # observed above a hardware ceiling: the inputs, not the hardware, are wrong
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Diagnosis:
     hypotheses: list[Hypothesis]
     next_probes: list[ProbeSuggestion]
     warnings: list[str] = field(default_factory=list)
+    ceilings: list[Ceiling] = field(default_factory=list)
 
 
 class Engine:
@@ -63,9 +67,28 @@ class Engine:
         return {f: o.present for f, o in observations.items()
                 if f in self.inference.mech_index or f in self.inference.sig_index}
 
+    def with_ceilings(self, snap: Snapshot) -> tuple[Snapshot, list[Ceiling], list[str]]:
+        """`snap` plus the observed/ceiling signals the KB derives from hardware ceilings (unless given)."""
+        base_dir = Path(snap.source).parent if Path(snap.source).exists() else None
+        ceilings, notes = compute_ceilings(snap.context, snap.current, base_dir=base_dir)
+        by_id = {c.id: c for c in ceilings}
+        derived = {}
+        for sid, signal in self.kb.signals.items():
+            c = by_id.get(signal.from_ceiling)
+            if c is None or c.fraction_of_ceiling is None or sid in snap.current:
+                continue
+            if c.fraction_of_ceiling > IMPOSSIBLE_FRACTION:
+                notes.append(f"{c.id}: observed is {c.fraction_of_ceiling:.2f}x the ceiling, so the context is off "
+                             f"(check context.tp, gpus_per_replica, replicas); {sid} not used")
+                continue
+            derived[sid] = c.fraction_of_ceiling
+        warnings = [n for n in notes if n.startswith("unknown GPU") or "the context is off" in n]
+        return replace(snap, current={**snap.current, **derived}), ceilings, warnings
+
     def diagnose(self, snap: Snapshot, top: int | None = None, with_probes: bool = True,
                  asked: set[str] = frozenset()) -> Diagnosis:
         """Rank every root cause for `snap`; `asked` names signals or probes already tried without an answer."""
+        snap, ceilings, ceiling_warnings = self.with_ceilings(snap)
         observations = evaluate(self.kb, snap)
         joint = self.inference.query(self.evidence(observations), self.priors(snap.context))
         order = np.argsort(-joint.cause_post, kind="stable")
@@ -77,7 +100,8 @@ class Engine:
         known = set(snap.current) | ({"changes"} if snap.changes is not None else set()) | set(asked)
         probes = [p for p in rank_probes(self.kb, self.inference, joint, known) if p.id not in asked] \
             if with_probes else []
-        return Diagnosis(snap, observations, hyps, probes, list(snap.warnings) + self._coverage_warnings(snap, observations))
+        return Diagnosis(snap, observations, hyps, probes,
+                         list(snap.warnings) + ceiling_warnings + self._coverage_warnings(snap, observations), ceilings)
 
     def _coverage_warnings(self, snap, observations):
         out = []

@@ -91,6 +91,7 @@ class Signal(Entry):
     values: list[str] | None = None
     entity: EntityKind
     definition: str
+    from_ceiling: str | None = Field(None, description="computed as observed / this ceiling (engine/ceilings.py)")
     findings: list[Finding] = []
     sources: list[str] = []
     zh: Translation | None = None

@@ -70,6 +70,31 @@ def probe(snapshot, fmt, count):
 
 
 @cli.command()
+@click.argument("snapshot", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def ceiling(snapshot, fmt):
+    """Hardware ceilings for SNAPSHOT: decode, prefill, KV capacity, training step and all-reduce floors."""
+    import json
+
+    from perfdoctor import report
+    from perfdoctor.engine.ceilings import compute_ceilings
+    from perfdoctor.kb.loader import load_kb, require_valid
+    from perfdoctor.symptoms.snapshot import load_snapshot
+    try:
+        snap = load_snapshot(snapshot, require_valid(load_kb()))
+        ceilings, notes = compute_ceilings(snap.context, snap.current, base_dir=Path(snapshot).parent)
+    except InputError as exc:
+        fail(exc)
+    if fmt == "json":
+        click.echo(json.dumps({"ceilings": [report.ceiling_dict(c) for c in ceilings], "warnings": snap.warnings + notes},
+                              indent=2))
+        return
+    for w in snap.warnings + notes:
+        click.echo(f"note: {w}")
+    click.echo(report.ceilings_text(ceilings))
+
+
+@cli.command()
 @click.argument("name", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def tech(name, fmt):
@@ -174,6 +199,30 @@ def kb_graph():
     from perfdoctor.engine.graph import build_graph, to_dot
     from perfdoctor.kb.loader import load_kb
     click.echo(to_dot(build_graph(load_kb())), nl=False)
+
+
+@cli.command()
+@click.option("--port", default=8501, show_default=True, type=int, help="port to listen on")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="address to bind; the default keeps the app on this machine because it shows incident data "
+                   "(host names, metrics, what changed). Bind 0.0.0.0 only on a trusted network.")
+@click.option("--snapshot", type=click.Path(exists=True, dir_okay=False), help="snapshot preloaded into Diagnose")
+def ui(port, host, snapshot):
+    """Open the browser front end (Streamlit): diagnose by questions, live Prometheus ranking, the KB."""
+    import os
+    from pathlib import Path
+    try:
+        from streamlit.web import cli as stcli
+    except ImportError:
+        fail(InputError("ui", "streamlit", "not installed (pip install streamlit)"))
+    import perfdoctor.ui
+    app = Path(perfdoctor.ui.__file__).resolve().parent / "app.py"
+    if snapshot:
+        os.environ["PERFDOCTOR_SNAPSHOT"] = str(Path(snapshot).resolve())
+    sys.argv = ["streamlit", "run", str(app), "--server.address", host, "--server.port", str(port),
+                "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                "--server.fileWatcherType", "none", "--global.developmentMode", "false"]
+    sys.exit(stcli.main())
 
 
 def main():

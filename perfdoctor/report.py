@@ -16,8 +16,26 @@ def to_dict(d: Diagnosis, probes: int = 5) -> dict:
         "next_probes": [probe_dict(p) for p in d.next_probes[:probes]],
         "observations": {f: {"present": o.present, "observed": o.detail, "entities": o.entities}
                          for f, o in sorted(d.observations.items())},
+        "ceilings": [ceiling_dict(c) for c in d.ceilings],
         "warnings": d.warnings,
     }
+
+
+def ceiling_dict(c) -> dict:
+    return {"id": c.id, "title": c.title, "value": c.value, "unit": c.unit, "formula": c.formula,
+            "inputs": c.inputs, "observed": c.observed,
+            "fraction_of_ceiling": None if c.fraction_of_ceiling is None else round(c.fraction_of_ceiling, 4)}
+
+
+def ceilings_text(ceilings) -> str:
+    if not ceilings:
+        return "Hardware ceilings: none (needs context.gpu and a model shape; see `perfdoctor ceiling`)"
+    out = ["Hardware ceilings (observed vs the best this hardware allows):"]
+    for c in ceilings:
+        frac = f"  observed {c.fraction_of_ceiling:.0%} of it" if c.fraction_of_ceiling is not None else ""
+        out.append(f"- {c.title}: {c.value:.4g} {c.unit}{frac}")
+        out.append(f"    {c.formula}")
+    return "\n".join(out)
 
 
 def probe_dict(p) -> dict:
@@ -61,6 +79,8 @@ def to_text(d: Diagnosis, show: int = 5, probes: int = 5) -> str:
         out.append(f"   where: {h.localization['text']}")
         for r in h.remedies:
             out.append(f"   remedy: {r['title']} ({r['kind']}). Risk: {r['counterexample']}")
+    out.append("")
+    out.append(ceilings_text(d.ceilings))
     out.append("")
     out.append(probes_text(d.next_probes[:probes]))
     return "\n".join(out) + "\n"
@@ -121,6 +141,12 @@ def to_markdown(d: Diagnosis, kb: KB, show: int = 3, probes: int = 5) -> str:
                 out.append(f"| {r['title']} ({r['kind']}) | {r['counterexample']} | {'; '.join(r['cannot_fix'])} | "
                            f"{', '.join(r['retest'])} |")
             out.append("")
+    if d.ceilings:
+        out += ["## Hardware ceilings", "", "| ceiling | value | observed share | formula |", "|---|---|---|---|"]
+        for c in d.ceilings:
+            share = f"{c.fraction_of_ceiling:.0%}" if c.fraction_of_ceiling is not None else "-"
+            out.append(f"| {c.title} | {c.value:.4g} {c.unit} | {share} | {c.formula} |")
+        out.append("")
     out += ["## What to re-test after any change", "",
             f"- {RETEST_ALWAYS}, against the same baseline window and the same metric definitions.", "",
             "## Next measurements", ""]

@@ -16,6 +16,8 @@ CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
     "engine": str, "slo": dict, "versions": dict, "model": (dict, str), "model_config": str, "tp": int, "pp": int,
     "dp": int, "description": str, "metric_definitions": dict, "window": str, "tokens_per_step": (int, float),
+    "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
+    "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
 }
 
 
@@ -34,6 +36,8 @@ def load_snapshot(path: str | Path, kb: KB) -> Snapshot:
     """Read and validate a snapshot file; bad input raises InputError naming file and key."""
     shown = str(path)
     data = load_file(path, shown)
+    if isinstance(data, dict) and "snapshot" in data and "expected" in data:  # a labeled case file
+        data = data["snapshot"]
     return parse_snapshot(data, kb, shown)
 
 

@@ -155,13 +155,14 @@ def test_70b_does_not_fit_one_gpu():
     assert any(w.startswith("kv_capacity_tokens skipped: weights 140 GB exceed usable memory") for w in warnings)
 
 
-def test_service_totals_are_divided_by_replicas_and_mappings_averaged():
+def test_scalars_are_per_replica_and_mappings_averaged():
+    """A scalar serving signal is what one engine's /metrics shows; a {replica: value} mapping is averaged."""
     ctx = {"gpu": H100, "model": MODEL_13B, "replicas": 2}
-    total = {"requests_running": 64, "prompt_tokens_mean": 1000, "output_tokens_mean": 200,
-             "output_tokens_per_s": 3000}
+    scalar = {"requests_running": 32, "prompt_tokens_mean": 1000, "output_tokens_mean": 200,
+              "output_tokens_per_s": 1500}
     per_replica = {"requests_running": {"r0": 30, "r1": 34}, "prompt_tokens_mean": 1000, "output_tokens_mean": 200,
                    "output_tokens_per_s": {"r0": 1400, "r1": 1600}}
-    a = by_id(compute_ceilings(ctx, total)[0])["decode_tokens_per_s"]
+    a = by_id(compute_ceilings(ctx, scalar)[0])["decode_tokens_per_s"]
     b = by_id(compute_ceilings(ctx, per_replica)[0])["decode_tokens_per_s"]
     # both read as 32 running requests and 1500 tokens/s per replica: the 13B numbers above
     assert a.inputs["batch"] == b.inputs["batch"] == 32

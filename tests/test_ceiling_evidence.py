@@ -1,0 +1,72 @@
+"""Hardware ceilings as evidence: the same observations rank differently once the hardware limit is known."""
+import json
+
+from click.testing import CliRunner
+
+from conftest import REPO
+from perfdoctor.cli import cli
+from perfdoctor.symptoms.snapshot import load_snapshot, parse_snapshot
+from perfdoctor.yamlio import load_file
+
+LOW_UTIL = REPO / "tests" / "ceiling_cases" / "low_util_decode_70b.yaml"
+WORKED = REPO / "examples" / "code_completion_13b.yaml"
+
+
+def _ranked(engine, data, where):
+    d = engine.diagnose(parse_snapshot(data, engine.kb, where), with_probes=False)
+    return d, [h.id for h in d.hypotheses], {h.id: h.probability for h in d.hypotheses}
+
+
+def _without_gpu(data):
+    data = json.loads(json.dumps(data))
+    data["context"]["gpu"] = "unknown-accelerator"
+    return data
+
+
+def test_decode_near_hbm_roofline_points_to_memory_bound(engine):
+    data = load_file(LOW_UTIL)
+    d, ids, p = _ranked(engine, data, str(LOW_UTIL))
+    decode = next(c for c in d.ceilings if c.id == "decode_tokens_per_s")
+    assert round(decode.value) == 3700 and round(decode.fraction_of_ceiling, 2) == 0.81
+    assert d.observations["decode_near_hbm_roofline"].present
+    assert ids[0] == "decode_memory_bound"
+    chain = {path["mechanism"]: path for path in d.hypotheses[0].chain}
+    assert "decode_near_hbm_roofline" in [s["id"] for s in chain["hbm_saturation"]["findings"]]
+    blind, blind_ids, blind_p = _ranked(engine, _without_gpu(data), "no-gpu")
+    assert any("unknown GPU 'unknown-accelerator'" in w for w in blind.warnings)
+    assert p["decode_memory_bound"] > 3 * blind_p["decode_memory_bound"]
+    assert ids[:3] != blind_ids[:3]
+
+
+def test_worked_example_ranking_changes_with_ceilings(engine):
+    data = load_file(WORKED)
+    d, ids, p = _ranked(engine, data, str(WORKED))
+    blind, blind_ids, blind_p = _ranked(engine, _without_gpu(data), "no-gpu")
+    assert ids[0] == blind_ids[0] == "prompt_length_growth"
+    # 43 req/s x 800 prompt tokens is 72% of what 4 A100s can prefill: prefill itself is now suspect
+    assert d.observations["prefill_near_compute_roofline"].present
+    assert ids.index("prefill_compute_bound") < blind_ids.index("prefill_compute_bound")
+    assert ids[1] == "prefill_compute_bound" and blind_ids[1] != "prefill_compute_bound"
+
+
+def test_ceilings_in_every_output_format():
+    out = json.loads(CliRunner().invoke(cli, ["diagnose", str(LOW_UTIL), "--format", "json"]).output)
+    decode = next(c for c in out["ceilings"] if c["id"] == "decode_tokens_per_s")
+    assert decode["inputs"]["batch"] == 48 and "3.35 TB/s" in decode["formula"]
+    text = CliRunner().invoke(cli, ["diagnose", str(LOW_UTIL)]).output
+    assert "Decode throughput ceiling per replica (HBM bandwidth): 3700 tokens/s  observed 81% of it" in text
+    md = CliRunner().invoke(cli, ["diagnose", str(LOW_UTIL), "--format", "markdown"]).output
+    assert "## Hardware ceilings" in md and "| 81% |" in md
+    table = CliRunner().invoke(cli, ["ceiling", str(LOW_UTIL)])
+    assert table.exit_code == 0 and "KV-cache bytes per token: 3.277e+05 bytes/token" in table.output
+
+
+def test_impossible_observation_is_not_evidence(engine, kb):
+    """Observed above the ceiling means the context (tp, replicas) is wrong, not that the GPU is at its limit."""
+    data = load_file(LOW_UTIL)
+    data["context"]["tp"] = 1
+    data["context"]["model"]["params_b"] = 7
+    data["current"]["output_tokens_per_s"] = 90000
+    d, _, _ = _ranked(engine, data, "x")
+    assert "decode_roofline_frac" not in d.snapshot.current
+    assert any("the context is off" in w for w in d.warnings)
