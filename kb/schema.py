@@ -82,6 +82,25 @@ class Finding(Entry):
     zh: Translation | None = None
 
 
+class MetricSource(Entry):
+    """How one exporter exposes a signal; perfdoctor builds the PromQL and the scrape arithmetic from it.
+
+    kind: gauge (averaged over the window), rate (per-second rate of a counter), histogram_quantile
+    (quantile of a _bucket histogram over the window), histogram_mean (rate of _sum over rate of _count),
+    ratio_of_rates (rate(metric) / rate(denominator)), mode_share (share of a counter's rate with the given
+    label values, e.g. node_cpu_seconds_total{mode="iowait"} over all modes).
+    """
+    source: Literal["vllm", "vllm_v0", "sglang", "tgi", "dcgm", "node_exporter"]
+    kind: Literal["gauge", "rate", "histogram_quantile", "histogram_mean", "ratio_of_rates", "mode_share"]
+    metric: str
+    denominator: str | None = None
+    quantile: float | None = Field(None, gt=0, lt=1)
+    scale: float = 1.0
+    labels: dict[str, str] = {}
+    entity_labels: list[str] = []
+    note: str | None = None
+
+
 class Signal(Entry):
     id: str
     title: str
@@ -92,6 +111,7 @@ class Signal(Entry):
     entity: EntityKind
     definition: str
     from_ceiling: str | None = Field(None, description="computed as observed / this ceiling (engine/ceilings.py)")
+    metrics: list[MetricSource] = []
     findings: list[Finding] = []
     sources: list[str] = []
     zh: Translation | None = None

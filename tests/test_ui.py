@@ -123,7 +123,7 @@ def test_dont_know_is_not_asked_again():
 def test_bad_answer_shows_an_error_and_keeps_the_question():
     at = app()
     at.radio(key="headline").set_value("h_ttft").run()
-    at.text_input(key="in:serving_latency_breakdown:current:ttft_p99_s").input("-3").run()
+    at.text_input(key="in:serving_latency_breakdown:current:ttft_p99_s").input("-3")
     at.button(key="submit:serving_latency_breakdown").click().run()
     assert at.error and "outside the valid range" in at.error[0].value
     assert at.session_state["question"] == "serving_latency_breakdown"
