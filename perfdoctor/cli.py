@@ -24,17 +24,30 @@ def cli():
     """Rank root causes of a GPU inference or training slowdown from observed evidence."""
 
 
+def evidence_options(fn):
+    """Options shared by `diagnose` and `snapshot`: every evidence source besides a snapshot file."""
+    fn = click.option("--artifact", "artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
+                      help="tool output (nvidia-smi -q/-x/dmon/topo, nccl-tests, ib_write_bw, iostat, Kineto "
+                           "trace); kind detected from content; HOST prefixes entity names")(fn)
+    return fn
+
+
+def _gather(engine, snapshot, artifacts):
+    from perfdoctor.symptoms.evidence import gather
+    return gather(engine.kb, snapshot, artifacts)
+
+
 @cli.command()
-@click.argument("snapshot", type=click.Path(dir_okay=False))
+@click.argument("snapshot", type=click.Path(dir_okay=False), required=False)
+@evidence_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
 @click.option("--top", default=5, show_default=True, help="hypotheses shown in text and markdown")
-def diagnose(snapshot, fmt, top):
-    """Diagnose SNAPSHOT (YAML or JSON): ranked causes, chains, evidence, remedies, next probes."""
+def diagnose(snapshot, artifacts, fmt, top):
+    """Diagnose SNAPSHOT (YAML or JSON) and/or tool outputs: ranked causes, chains, evidence, remedies, probes."""
     from perfdoctor import report
-    from perfdoctor.symptoms.snapshot import load_snapshot
     try:
         engine = _engine()
-        d = engine.diagnose(load_snapshot(snapshot, engine.kb))
+        d = engine.diagnose(_gather(engine, snapshot, artifacts))
     except InputError as exc:
         fail(exc)
     if fmt == "json":
@@ -45,19 +58,38 @@ def diagnose(snapshot, fmt, top):
         click.echo(report.to_text(d, show=top), nl=False)
 
 
+@cli.command("snapshot")
+@evidence_options
+@click.option("--from", "snapshot", type=click.Path(dir_okay=False), help="start from this snapshot file")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout")
+def snapshot_cmd(artifacts, snapshot, output):
+    """Build a snapshot from the evidence sources, to attach to a ticket or diagnose later."""
+    from perfdoctor.symptoms.snapshot import dump_snapshot
+    try:
+        engine = _engine()
+        text = dump_snapshot(_gather(engine, snapshot, artifacts))
+    except InputError as exc:
+        fail(exc)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
 @cli.command()
-@click.argument("snapshot", type=click.Path(dir_okay=False))
+@click.argument("snapshot", type=click.Path(dir_okay=False), required=False)
+@evidence_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--count", default=5, show_default=True)
-def probe(snapshot, fmt, count):
+def probe(snapshot, artifacts, fmt, count):
     """What to measure next for SNAPSHOT, by expected information gain per minute."""
     import json
 
     from perfdoctor import report
-    from perfdoctor.symptoms.snapshot import load_snapshot
     try:
         engine = _engine()
-        d = engine.diagnose(load_snapshot(snapshot, engine.kb), top=0)
+        d = engine.diagnose(_gather(engine, snapshot, artifacts), top=0)
     except InputError as exc:
         fail(exc)
     probes = d.next_probes[:count]

@@ -18,6 +18,7 @@ CONTEXT_KEYS = {
     "dp": int, "description": str, "metric_definitions": dict, "window": str, "tokens_per_step": (int, float),
     "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
     "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
+    "tools": dict, "metric_sources": dict, "prometheus": dict,
 }
 
 
@@ -154,3 +155,19 @@ def _is_number(v):
 
 def _type_name(t):
     return " or ".join(x.__name__ for x in t) if isinstance(t, tuple) else t.__name__
+
+
+def snapshot_dict(snap: Snapshot) -> dict:
+    """The snapshot as plain data, in file order, ready to be written and loaded again."""
+    out = {"context": snap.context}
+    if snap.changes is not None:
+        out["changes"] = list(snap.changes)
+    out["baseline"] = snap.baseline
+    out["current"] = snap.current
+    return out
+
+
+def dump_snapshot(snap: Snapshot) -> str:
+    import yaml
+    header = "".join(f"# warning: {w}\n" for w in snap.warnings)
+    return header + yaml.safe_dump(snapshot_dict(snap), sort_keys=False, allow_unicode=True, width=120)

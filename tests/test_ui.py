@@ -35,6 +35,13 @@ def ranking(at) -> list[str]:
     return [line.split("(`")[1].split("`)")[0] for line in text.splitlines()]
 
 
+def chart_frames(at):
+    """The data behind every Vega-Lite chart on the page."""
+    import pyarrow as pa
+    return [pa.ipc.open_stream(ds.data.data).read_all().to_pandas()
+            for c in at.get("vega_lite_chart") for ds in c.proto.datasets]
+
+
 def as_text(v) -> str:
     return ", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else str(v)
 
@@ -226,9 +233,11 @@ def test_live_page_ranks_and_highlights_outliers(monkeypatch):
     assert ranking(at)[0] == "gpu_throttling"
     assert any("ib_xmit_wait_rate" in w.value for w in at.warning)
     assert any("does not take a token" in w.value for w in at.warning)
-    charts = [c.proto.spec for c in at.get("arrow_vega_lite_chart")]
-    assert any('"outlier"' in c for c in charts)
-    assert not any("s3cret-token" in str(e.value) for e in at.markdown + at.warning + at.info + at.error)
+    frames = chart_frames(at)
+    flagged = [set(df[df["outlier"]]["entity"]) for df in frames if "outlier" in df]
+    assert len(flagged) >= 4, "one chart per per-entity signal"
+    assert {"node2/gpu5"} in flagged, "the throttled GPU is highlighted"
+    assert not any("s3cret-token" in str(e.value) for els in (at.markdown, at.warning, at.info, at.error, at.code) for e in els)
 
 
 def test_live_page_error_keeps_last_ranking(monkeypatch):

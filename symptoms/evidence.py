@@ -1,0 +1,84 @@
+"""Gather evidence from every source the user names (snapshot file, tool outputs, Prometheus, scrapes) into one Snapshot."""
+import re
+from pathlib import Path
+
+from perfdoctor.errors import InputError
+from perfdoctor.kb.loader import KB
+from perfdoctor.symptoms.snapshot import Snapshot, load_snapshot, parse_snapshot
+
+ARTIFACT_SPEC = re.compile(r"^(?:(?P<host>[A-Za-z0-9_.\-]+):)?(?:(?P<kind>[a-z_]+)=)?(?P<path>.+)$")
+VERSION_KEYS = ("driver", "cuda", "nccl")
+
+
+def parse_artifact_spec(spec: str) -> tuple[str | None, str | None, str]:
+    """'[HOST:][KIND=]FILE' -> (host, kind, path). HOST prefixes entity names, e.g. node1/gpu3."""
+    m = ARTIFACT_SPEC.match(spec)
+    if not m or not m.group("path"):
+        raise InputError("--artifact", spec, "expected [HOST:][KIND=]FILE")
+    host, kind, path = m.group("host"), m.group("kind"), m.group("path")
+    if host and not kind and Path(spec).exists():   # a path that merely contains ':'
+        return None, None, spec
+    return host, kind, path
+
+
+def merge(kb: KB, base: Snapshot, other: Snapshot, label: str) -> Snapshot:
+    """Add `other`'s signals and context to `base`. A value `base` already has wins, with a warning."""
+    for part in ("current", "baseline"):
+        mine, theirs = getattr(base, part), getattr(other, part)
+        for sid, value in theirs.items():
+            if sid not in mine:
+                mine[sid] = value
+            elif isinstance(mine[sid], dict) and isinstance(value, dict):
+                clash = sorted(set(mine[sid]) & set(value))
+                mine[sid] = {**value, **mine[sid]}
+                if clash:
+                    base.warnings.append(f"{label}: {part}.{sid}: {', '.join(clash[:5])} already given; kept the earlier values")
+            else:
+                base.warnings.append(f"{label}: {part}.{sid}: already given; kept the earlier value")
+    for key, value in other.context.items():
+        if key == "versions":
+            base.context.setdefault("versions", {})
+            for k, v in value.items():
+                base.context["versions"].setdefault(k, v)
+        elif isinstance(value, dict) and isinstance(base.context.get(key), dict):
+            base.context[key] = {**value, **base.context[key]}
+        else:
+            base.context.setdefault(key, value)
+    if base.changes is None:
+        base.changes = other.changes
+    base.warnings.extend(other.warnings)
+    return base
+
+
+def artifact_snapshot(kb: KB, spec: str) -> Snapshot:
+    """One tool output as a Snapshot; values go through the same validation as a snapshot file."""
+    from perfdoctor.symptoms.artifacts import load_artifact
+    host, kind, path = parse_artifact_spec(spec)
+    art = load_artifact(path, kind)
+    prefix = f"{host}/" if host else ""
+    current = {sid: ({f"{prefix}{e}": v for e, v in value.items()} if isinstance(value, dict) else value)
+               for sid, value in art.signals.items()}
+    context = {"tools": {f"{prefix}{art.kind}": {k: v for k, v in art.context.items()}}}
+    if "gpu" in art.context:
+        context["gpu"] = art.context["gpu"]
+    versions = {k: str(art.context[k]) for k in VERSION_KEYS if art.context.get(k)}
+    if versions:
+        context["versions"] = versions
+    snap = parse_snapshot({"context": context, "current": current}, kb, path) if current else \
+        Snapshot(source=path, context=context)
+    snap.warnings.extend(f"{path}: {note}" for note in art.notes)
+    return snap
+
+
+def gather(kb: KB, snapshot: str | None = None, artifacts: tuple = (), live: list[Snapshot] = ()) -> Snapshot:
+    """The snapshot file (if any) first, then each artifact, then live sources; earlier values win."""
+    if snapshot is None and not artifacts and not live:
+        raise InputError("perfdoctor", "", "no evidence: give a SNAPSHOT file, --artifact, --prometheus or --scrape")
+    base = load_snapshot(snapshot, kb) if snapshot else Snapshot(source="+".join(artifacts) or "live")
+    for spec in artifacts:
+        merge(kb, base, artifact_snapshot(kb, spec), spec)
+    for snap in live:
+        merge(kb, base, snap, snap.source)
+    if not base.current:
+        raise InputError(base.source, "current", "no known signal observed: nothing to diagnose")
+    return base

@@ -1,0 +1,72 @@
+"""Real tool outputs as evidence through the CLI: detection, merging with a snapshot, and snapshot round trips."""
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO
+from perfdoctor.cli import cli
+
+REAL = REPO.parent / "shared" / "fixtures" / "real"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def ranking(output):
+    return [h["id"] for h in json.loads(output)["hypotheses"]]
+
+
+def test_socket_fallback_log_points_at_rdma_not_in_use():
+    r = run("diagnose", "--artifact", REAL / "nccl-tests_allreduce_socket_fallback_eks.txt", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert ranking(r.output)[0] == "gpudirect_rdma_disabled"
+
+
+def test_power_cap_at_idle_is_not_a_throttle():
+    """Two A40s report SW power cap while idle at 25-30 W: the parser notes it, the ranking must not blame clocks."""
+    r = run("diagnose", "--artifact", REAL / "nvidia-smi_q_10xA40_sw_power_cap.txt", "--format", "json")
+    out = json.loads(r.output)
+    assert any("not a load throttle" in w for w in out["warnings"])
+    assert ranking(r.output).index("gpu_throttling") > 2
+
+
+def test_snapshot_file_round_trip_gives_the_same_ranking(tmp_path):
+    args = ["--artifact", REAL / "nccl-tests_allreduce_8xA100_healthy.txt",
+            "--artifact", f"node1:{REAL / 'nvidia-smi_q_8xH100_sxm_idle.txt'}"]
+    out = tmp_path / "snap.yaml"
+    r = run("snapshot", *args, "-o", out)
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "node1/gpu7" in text and "nccl_busbw_gb_per_s: 233.79" in text
+    direct = run("diagnose", *args, "--format", "json").output
+    replay = run("diagnose", out, "--format", "json").output
+    assert ranking(direct) == ranking(replay)
+
+
+def test_snapshot_values_win_over_artifacts_with_a_warning(tmp_path):
+    snap = tmp_path / "s.yaml"
+    snap.write_text("current: {nccl_busbw_gb_per_s: 50}\nbaseline: {nccl_busbw_gb_per_s: 230}\n")
+    r = run("diagnose", snap, "--artifact", REAL / "nccl-tests_allreduce_8xA100_healthy.txt", "--format", "json")
+    out = json.loads(r.output)
+    assert out["observations"]["busbw_down"]["present"]
+    assert any("nccl_busbw_gb_per_s: already given; kept the earlier value" in w for w in out["warnings"])
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("kineto={}", "not valid JSON"),
+    ("{}", "not a recognised tool output"),
+])
+def test_foreign_file_is_a_one_line_error(tmp_path, spec, fragment):
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\nworld\n")
+    r = run("diagnose", "--artifact", spec.format(junk))
+    assert r.exit_code == 2 and str(junk) in r.output and len(r.output.strip().splitlines()) == 1
+    assert fragment in r.output
+
+
+def test_no_evidence_at_all():
+    r = run("diagnose")
+    assert r.exit_code == 2 and "no evidence" in r.output
