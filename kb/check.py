@@ -10,7 +10,8 @@ def check_kb(kb: KB) -> list[Issue]:
     g = build_graph(kb)
     issues = list(kb.issues)
     for check in (check_references, check_acyclic, check_reachable, check_probes,
-                  check_finding_roles, check_rules, check_remedies, check_sources, check_unused):
+                  check_finding_roles, check_rules, check_remedies, check_sources, check_unused,
+                  check_translations):
         issues.extend(check(kb, g))
     return issues
 
@@ -134,4 +135,29 @@ def check_unused(kb: KB, g: nx.DiGraph) -> list[Issue]:
     for fid in kb.findings:
         if g.in_degree(node("finding", fid)) <= 1:  # only the signal's own measured_as edge
             out.append(Issue(_file(kb, fid), fid, "", "no mechanism or root cause explains this finding", "warning"))
+    return out
+
+
+TEXT_FIELDS = {  # KB table -> the fields a user reads, each needing a Chinese version
+    "root_causes": ("title", "description"), "mechanisms": ("title", "description"),
+    "signals": ("title", "definition"), "findings": ("title",), "probes": ("title",),
+    "changes": ("title", "description"), "technologies": ("title", "description", "cannot_fix", "counterexample"),
+}
+
+
+def check_translations(kb: KB, g: nx.DiGraph) -> list[Issue]:
+    """Every user-facing text needs its zh version in kb/i18n/zh/<table>.yaml; changed_* findings come from changes."""
+    out = []
+    for table_name, fields in TEXT_FIELDS.items():
+        for entry_id, entry in getattr(kb, table_name).items():
+            if table_name == "findings" and entry_id.startswith("changed_"):
+                continue
+            zh = entry.zh
+            missing = [f for f in fields if zh is None or not getattr(zh, f)]
+            if missing:
+                out.append(Issue(f"kb/i18n/zh/{table_name}.yaml", entry_id, ", ".join(missing),
+                                 "no Chinese translation", "warning"))
+            elif table_name == "technologies" and len(zh.cannot_fix) != len(entry.cannot_fix):
+                out.append(Issue(f"kb/i18n/zh/{table_name}.yaml", entry_id, "cannot_fix",
+                                 f"{len(zh.cannot_fix)} items, English has {len(entry.cannot_fix)}"))
     return out

@@ -88,7 +88,35 @@ def load_kb(root: Path | str = KB_DIR) -> KB:
                                  rule=schema.Rule(contains_any=[change.id]), leak=change.leak)
         _register(kb, kb.findings, fid, finding, kb.source_file[change.id], "finding")
         kb.finding_signal[fid] = "changes"
+    _load_translations(kb)
     return kb
+
+
+TRANSLATED = {  # catalog file in kb/i18n/<lang>/ -> the KB table it translates
+    "root_causes": "root_causes", "mechanisms": "mechanisms", "signals": "signals", "findings": "findings",
+    "probes": "probes", "changes": "changes", "technologies": "technologies",
+}
+
+
+def _load_translations(kb):
+    """Attach kb/i18n/zh/<table>.yaml (entry id -> Translation fields) to each entry as its `zh`."""
+    folder = kb.root / "i18n" / "zh"
+    for name, table_name in TRANSLATED.items():
+        path = folder / f"{name}.yaml"
+        if not path.exists():
+            continue
+        data = _read(kb, path) or {}
+        table, shown = getattr(kb, table_name), _shown(path, kb.root)
+        for entry_id, fields in data.items():
+            if entry_id not in table:
+                kb.issues.append(Issue(shown, str(entry_id), "", f"translation of an unknown {name[:-1]}"))
+                continue
+            zh = _validate(kb, schema.Translation, fields, shown, str(entry_id))
+            if zh is not None:
+                table[entry_id] = table[entry_id].model_copy(update={"zh": zh})
+        if table_name == "findings":
+            for sid, signal in kb.signals.items():
+                kb.signals[sid] = signal.model_copy(update={"findings": [kb.findings[f.id] for f in signal.findings]})
 
 
 def require_valid(kb: KB) -> KB:

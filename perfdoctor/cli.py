@@ -253,7 +253,8 @@ def ui(port, host, snapshot):
         os.environ["PERFDOCTOR_SNAPSHOT"] = str(Path(snapshot).resolve())
     sys.argv = ["streamlit", "run", str(app), "--server.address", host, "--server.port", str(port),
                 "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                "--server.fileWatcherType", "none", "--global.developmentMode", "false"]
+                "--server.fileWatcherType", "none", "--global.developmentMode", "false",
+                "--client.toolbarMode", "minimal"]
     sys.exit(stcli.main())
 
 

@@ -273,3 +273,21 @@ def test_ui_never_imports_pgmpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("False")
+
+
+def test_live_page_passes_the_token_only_to_a_reader_that_takes_one(monkeypatch):
+    case = load_file(REPO / "tests" / "scenarios" / "single_slow_gpu_of_32.yaml")
+    mod, seen = types.ModuleType("perfdoctor.symptoms.prometheus"), []
+
+    def build_snapshot(kb, url, window="10m", baseline_offset="1h", selector="", timeout=10.0, token=None):
+        seen.append(token)
+        return parse_snapshot(case["snapshot"], kb, "prometheus")
+    mod.build_snapshot = build_snapshot
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    at = app(page="live")
+    assert at.text_input(key="prom_token").proto.type == at.text_input(key="prom_token").proto.PASSWORD
+    at.text_input(key="prom_token").input("s3cret-token")
+    at.button(key="prom_refresh").click().run()
+    no_exception(at)
+    assert seen == ["s3cret-token"]
+    assert not any("does not take a token" in w.value for w in at.warning)

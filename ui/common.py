@@ -17,7 +17,7 @@ def probability_chart(d, kb, lang, top=8):
     rows = [{"cause": kb_text(kb.root_causes[h.id], "title", lang), "id": h.id, "P": round(h.probability, 4)}
             for h in d.hypotheses[:top]]
     chart = alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
-        x=alt.X("P:Q", scale=alt.Scale(domain=[0, 1])), y=alt.Y("cause:N", sort="-x", title=None),
+        x=alt.X("P:Q", scale=alt.Scale(domain=[0, 1])), y=alt.Y("cause:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260)),
         tooltip=["id", "P"])
     st.altair_chart(chart, width="stretch")
 
@@ -44,7 +44,7 @@ def hypothesis_detail(h, kb, lang):
                 st.dataframe(pd.DataFrame([{"finding": e["finding"], "observed": e["observed"], "shift": e["shift"]}
                                            for e in rows]), hide_index=True, width="stretch")
             else:
-                st.write("-")
+                st.caption("—")
     st.markdown(f"**{t('where', lang)}**: {h.localization['text']}")
     st.markdown(f"**{t('remedies', lang)}**")
     for r in h.remedies:

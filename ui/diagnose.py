@@ -87,9 +87,9 @@ def _question(kb, d, first, lang):
         st.markdown(f"**{t('why', lang)}**: {t('gain', lang, bits=p.gain_bits, cost=p.cost)}; "
                     f"{t('distinguishes', lang)}: {tops}")
         st.markdown(f"**{t('how', lang)}**")
-        st.code(p.command, language="bash")
+        st.code(p.command, language="bash", wrap_lines=True)
         if p.promql:
-            st.code(p.promql, language="text")
+            st.code(p.promql, language="text", wrap_lines=True)
         if p.disruptive:
             st.warning(t("disruptive", lang))
         for sid in p.signals:
