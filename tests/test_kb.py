@@ -1,4 +1,5 @@
 """The knowledge base: valid, complete for the contract ids, and `kb check` names file, entry and field."""
+import re
 import shutil
 
 import pytest
@@ -81,7 +82,7 @@ def test_dangling_mechanism_reference(kb_copy):
 
 def test_schema_error_names_the_field(kb_copy):
     path = kb_copy / "root_causes" / "gpu_throttling.yaml"
-    path.write_text(path.read_text().replace("prior: 0.03", "prior: 1.5"))
+    path.write_text(re.sub(r"^prior: .*$", "prior: 1.5", path.read_text(), flags=re.M))
     msgs = _messages(kb_copy)
     assert any(m.startswith("kb/root_causes/gpu_throttling.yaml: gpu_throttling: prior: ") for m in msgs)
 
