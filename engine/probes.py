@@ -37,12 +37,14 @@ def probe_findings(kb: KB, inf: ExactInference, signals: list[str]) -> list[str]
     return out
 
 
-def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str]) -> list[ProbeSuggestion]:
+def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str],
+                workload: str | None = None) -> list[ProbeSuggestion]:
     """Probes with unmeasured signals, best expected gain per minute first.
 
     Notes
     -----
-    1. A probe is a candidate when at least one signal it fills is not yet known.
+    1. A probe is a candidate when at least one signal it fills is not yet known and it applies to the
+       workload (no vLLM metrics for a training job).
     2. Its outcome is the joint present/absent state of the findings those signals would give.
     3. Gain = sum over root causes of the mutual information I(cause; outcome | evidence), in bits:
        several causes can be active, so each cause's own uncertainty counts.
@@ -53,6 +55,8 @@ def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str]) -> l
     view = _support(inf, joint)
     out = []
     for probe in kb.probes.values():
+        if workload and workload not in probe.workloads:
+            continue
         unknown = [s for s in probe.fills if s not in known]
         if not unknown:
             continue

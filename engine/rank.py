@@ -98,7 +98,8 @@ class Engine:
         mech_given = (weights.T @ self.inference.bits) / np.maximum(weights.sum(axis=0), 1e-300)[:, None]
         hyps = [self._hypothesis(int(i), joint, observations, loo, mech_given[i]) for i in shown]
         known = set(snap.current) | ({"changes"} if snap.changes is not None else set()) | set(asked)
-        probes = [p for p in rank_probes(self.kb, self.inference, joint, known) if p.id not in asked] \
+        probes = [p for p in rank_probes(self.kb, self.inference, joint, known, snap.context.get("workload"))
+                  if p.id not in asked] \
             if with_probes else []
         return Diagnosis(snap, observations, hyps, probes,
                          list(snap.warnings) + ceiling_warnings + self._coverage_warnings(snap, observations), ceilings)

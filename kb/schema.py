@@ -179,6 +179,7 @@ class Probe(Entry):
     tool: str
     cost_min: float = Field(gt=0)
     disruptive: bool
+    workloads: list[Literal["inference", "training"]] = ["inference", "training"]
     fills: list[str] = Field(min_length=1)
     zh: Translation | None = None
 
