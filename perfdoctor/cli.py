@@ -189,9 +189,10 @@ def eval_cmd(folder, fmt, probes, min_ac3):
                 click.echo(f"{name}: {s['cases']} cases  AC@1 {s['ac_at_1']:.3f}  AC@3 {s['ac_at_3']:.3f}  "
                            f"Avg@5 {s['avg_at_5']:.3f}  Brier(top) {s['brier_top']:.3f}")
                 if probes:
-                    click.echo(f"  probes to diagnosis: perfdoctor median {s['probes_median']} "
-                               f"(mean {s['probes_mean']} over {s['probes_solved']} solved), checklist median "
-                               f"{s['checklist_median']} (mean {s['checklist_mean']} over {s['checklist_solved']} solved)")
+                    click.echo(f"  probes until the expected cause is first with P >= 0.7 (or none is left): "
+                               f"perfdoctor median {s['probes_median']}, mean {s['probes_mean']}, solved "
+                               f"{s['probes_solved']}; checklist median {s['checklist_median']}, mean "
+                               f"{s['checklist_mean']}, solved {s['checklist_solved']}")
         click.echo("\nper root cause (cases, hits@1, hits@3):")
         for rc, row in per_root_cause(report).items():
             click.echo(f"  {rc:34s} {row['cases']:3d} {row['ac_at_1']:3d} {row['ac_at_3']:3d}")
@@ -246,7 +247,7 @@ def ui(port, host, snapshot):
     try:
         from streamlit.web import cli as stcli
     except ImportError:
-        fail(InputError("ui", "streamlit", "not installed (pip install streamlit)"))
+        fail(InputError("ui", "streamlit", "not installed: pip install 'perfdoctor[ui]'"))
     import perfdoctor.ui
     app = Path(perfdoctor.ui.__file__).resolve().parent / "app.py"
     if snapshot:

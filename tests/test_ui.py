@@ -91,7 +91,7 @@ def test_worked_example_by_questions_reaches_prompt_length_growth():
     ex = load_file(REPO / "examples" / "code_completion_13b.yaml")
     at = app()
     no_exception(at)
-    at.radio(key="headline").set_value("h_ttft").run()
+    at.radio(key="headline:en").set_value("h_ttft").run()
     assert at.session_state["question"] == "serving_latency_breakdown", "TTFT starts from the latency breakdown"
     prior = ranking(at)
     answer(at, ex)
@@ -107,7 +107,7 @@ def test_training_scenario_by_questions_reaches_gpu_throttling():
     case = load_file(REPO / "tests" / "scenarios" / "single_slow_gpu_of_32.yaml")
     values = case["snapshot"]
     at = app()
-    at.radio(key="headline").set_value("h_step").run()
+    at.radio(key="headline:en").set_value("h_step").run()
     assert at.session_state["question"] == "training_step_profile"
     assert at.session_state["answers"]["context"] == {"workload": "training"}
     answer_all(at, values)
@@ -129,7 +129,7 @@ def test_dont_know_is_not_asked_again():
 
 def test_bad_answer_shows_an_error_and_keeps_the_question():
     at = app()
-    at.radio(key="headline").set_value("h_ttft").run()
+    at.radio(key="headline:en").set_value("h_ttft").run()
     at.text_input(key="in:serving_latency_breakdown:current:ttft_p99_s").input("-3")
     at.button(key="submit:serving_latency_breakdown").click().run()
     assert at.error and "outside the valid range" in at.error[0].value
@@ -173,6 +173,20 @@ def test_language_switch_changes_the_text():
     no_exception(at)
     assert at.title[0].value == "诊断性能下降"
     assert any(s.value.startswith("排序") for s in at.subheader)
+
+
+def test_page_and_language_switch_keep_headline_and_answers():
+    ex = load_file(REPO / "examples" / "code_completion_13b.yaml")
+    at = app()
+    at.radio(key="headline:en").set_value("h_ttft").run()
+    answer(at, ex)
+    at.sidebar.radio(key="page:en").set_value("knowledge").run()
+    at.sidebar.radio(key="lang").set_value("zh").run()
+    at.sidebar.radio(key="page:zh").set_value("diagnose").run()
+    no_exception(at)
+    assert at.radio(key="headline:zh").value == "h_ttft"
+    assert at.session_state["answers"]["current"]["ttft_p99_s"] == 1.6
+    assert at.session_state["question"] == "serving_load"
 
 
 def test_knowledge_page_filters_and_draws_the_graph():

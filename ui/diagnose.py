@@ -27,8 +27,9 @@ def render(lang: str):
             _load(kb, Path(path).read_text(encoding="utf-8"), path)
 
     st.title(t("diagnose_title", lang))
-    headline = st.radio(t("headline", lang), list(HEADLINES), format_func=lambda k: t(k, lang),
-                        key="headline", horizontal=True)
+    ss.setdefault("headline", "h_throughput")
+    ss.headline = headline = st.radio(t("headline", lang), list(HEADLINES), index=list(HEADLINES).index(ss.headline),
+                                      format_func=lambda k: t(k, lang), key=f"headline:{lang}", horizontal=True)
     if not ss.answers["current"] and ss.answers["changes"] is None:
         ss.answers["context"] = empty_answers(headline)["context"]
     _snapshot_controls(kb, lang)

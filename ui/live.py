@@ -30,12 +30,14 @@ def render(lang: str):
     if prom is None:
         st.info(t("no_reader", lang))
         return
+    for key, default in (("prom_url", "http://127.0.0.1:9090"), ("prom_window", "10m"), ("prom_offset", "1h")):
+        st.session_state.setdefault(key, default)
     c1, c2, c3 = st.columns([3, 1, 1])
-    url = c1.text_input(t("prom_url", lang), "http://127.0.0.1:9090", key="prom_url")
-    window = c2.text_input(t("window", lang), "10m", key="prom_window")
-    offset = c3.text_input(t("offset", lang), "1h", key="prom_offset")
-    selector = st.text_input(t("selector", lang), "", key="prom_selector")
-    token = st.text_input(t("token", lang), "", type="password", key="prom_token")
+    url = c1.text_input(t("prom_url", lang), key="prom_url")
+    window = c2.text_input(t("window", lang), key="prom_window")
+    offset = c3.text_input(t("offset", lang), key="prom_offset")
+    selector = st.text_input(t("selector", lang), key="prom_selector")
+    token = st.text_input(t("token", lang), type="password", key="prom_token")
     c4, c5 = st.columns(2)
     if c4.button(t("refresh", lang), key="prom_refresh"):
         st.session_state.live_on = True
