@@ -21,14 +21,15 @@ class CaseResult:
     rank: int                      # 1-based rank of the best acceptable cause
     top: str
     top_probability: float
-    probes: int | None             # perfdoctor's probes until diagnosis; None = never confident
-    checklist_probes: int | None
+    probes: int | None             # probes perfdoctor took until diagnosis, or until none was left
+    probes_solved: bool
+    checklist_probes: int | None   # the same for the fixed checklist
+    checklist_solved: bool
 
 
 @dataclass
 class Report:
     results: list[CaseResult] = field(default_factory=list)
-    unsolved: int = 0              # probe count used for a case never diagnosed (more than any real run)
 
 
 def load_cases(folder: Path) -> list[tuple[Path, dict]]:
@@ -48,7 +49,7 @@ def load_cases(folder: Path) -> list[tuple[Path, dict]]:
 
 
 def evaluate_library(engine: Engine, folder: Path, probes: bool = True) -> Report:
-    report = Report(unsolved=len(engine.kb.probes) + 1)
+    report = Report()
     checklist = load_file(engine.kb.root / "checklist.yaml")["order"]
     for path, case in load_cases(folder):
         where = str(path)
@@ -61,11 +62,12 @@ def evaluate_library(engine: Engine, folder: Path, probes: bool = True) -> Repor
         ids = [h.id for h in d.hypotheses]
         rank = min(ids.index(c) for c in ok if c in ids) + 1
         initial = case.get("initial") or []
+        ours = probes_to_diagnosis(engine, snap, initial, ok, None) if probes else (None, False)
+        theirs = probes_to_diagnosis(engine, snap, initial, ok, checklist) if probes else (None, False)
         report.results.append(CaseResult(
             id=case.get("id", path.stem), path=where, holdout="holdout" in path.parts, expected=expected,
             acceptable=ok, rank=rank, top=ids[0], top_probability=d.hypotheses[0].probability,
-            probes=probes_to_diagnosis(engine, snap, initial, ok, None) if probes else None,
-            checklist_probes=probes_to_diagnosis(engine, snap, initial, ok, checklist) if probes else None))
+            probes=ours[0], probes_solved=ours[1], checklist_probes=theirs[0], checklist_solved=theirs[1]))
     return report
 
 
@@ -75,7 +77,7 @@ def _reveal(full: Snapshot, signals: set, changes_known: bool) -> Snapshot:
                     baseline=keep(full.baseline), current=keep(full.current))
 
 
-def probes_to_diagnosis(engine: Engine, full: Snapshot, initial: list, ok: set, order: list | None) -> int | None:
+def probes_to_diagnosis(engine: Engine, full: Snapshot, initial: list, ok: set, order: list | None) -> tuple[int, bool]:
     """Probes taken until an acceptable cause is first with P >= 0.7, revealing signals from the full snapshot.
 
     Notes
@@ -84,7 +86,8 @@ def probes_to_diagnosis(engine: Engine, full: Snapshot, initial: list, ok: set, 
     2. Take perfdoctor's best next probe (or, with `order`, the next checklist probe not yet taken).
     3. Reveal every signal it fills that the full snapshot has; a probe whose signals the incident did not
        record still counts as a probe taken.
-    4. Stop when an acceptable cause ranks first with probability >= 0.7; None if probes run out first.
+    4. Stop when an acceptable cause ranks first with probability >= 0.7 (solved), or when no probe is
+       left (not solved); return the number of probes taken and whether it was solved.
     """
     known, asked = set(initial), set()
     changes_known = "changes" in initial
@@ -92,18 +95,18 @@ def probes_to_diagnosis(engine: Engine, full: Snapshot, initial: list, ok: set, 
         snap = _reveal(full, known, changes_known)
         d = engine.diagnose(snap, top=1, with_probes=order is None, asked=asked | known)
         if d.hypotheses and d.hypotheses[0].id in ok and d.hypotheses[0].probability >= CONFIDENT:
-            return taken
+            return taken, True
         if order is None:
             nxt = next((p.id for p in d.next_probes), None)
         else:
             nxt = next((p for p in order if p not in asked), None)
         if nxt is None:
-            return None
+            return taken, False
         asked.add(nxt)
         fills = engine.kb.probes[nxt].fills
         known |= set(fills)
         changes_known = changes_known or "changes" in fills
-    return None
+    return taken, False
 
 
 def summary(report: Report, holdout: bool | None = None) -> dict:
@@ -112,20 +115,21 @@ def summary(report: Report, holdout: bool | None = None) -> dict:
         return {"cases": 0}
     n = len(rs)
     ac = lambda k: sum(r.rank <= k for r in rs) / n
-    solved = [r.probes for r in rs if r.probes is not None]
-    solved_c = [r.checklist_probes for r in rs if r.checklist_probes is not None]
-    big = report.unsolved
-    return {
+    counted = [r for r in rs if r.probes is not None]
+    out = {
         "cases": n, "ac_at_1": round(ac(1), 3), "ac_at_3": round(ac(3), 3),
         "avg_at_5": round(mean(ac(k) for k in range(1, 6)), 3),
         "brier_top": round(mean((r.top_probability - (r.top in r.acceptable)) ** 2 for r in rs), 4),
-        "probes_median": median(r.probes if r.probes is not None else big for r in rs),
-        "probes_mean": round(mean(solved), 2) if solved else None,
-        "probes_solved": len(solved),
-        "checklist_median": median(r.checklist_probes if r.checklist_probes is not None else big for r in rs),
-        "checklist_mean": round(mean(solved_c), 2) if solved_c else None,
-        "checklist_solved": len(solved_c),
     }
+    if counted:
+        out.update({
+            "probes_median": median(r.probes for r in counted), "probes_mean": round(mean(r.probes for r in counted), 2),
+            "probes_solved": sum(r.probes_solved for r in counted),
+            "checklist_median": median(r.checklist_probes for r in counted),
+            "checklist_mean": round(mean(r.checklist_probes for r in counted), 2),
+            "checklist_solved": sum(r.checklist_solved for r in counted),
+        })
+    return out
 
 
 def per_root_cause(report: Report) -> dict:

@@ -25,16 +25,51 @@ def cli():
 
 
 def evidence_options(fn):
-    """Options shared by `diagnose` and `snapshot`: every evidence source besides a snapshot file."""
-    fn = click.option("--artifact", "artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
-                      help="tool output (nvidia-smi -q/-x/dmon/topo, nccl-tests, ib_write_bw, iostat, Kineto "
-                           "trace); kind detected from content; HOST prefixes entity names")(fn)
+    """Options shared by `diagnose`, `probe` and `snapshot`: every evidence source besides a snapshot file."""
+    options = [
+        click.option("--artifact", "artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
+                     help="tool output (nvidia-smi -q/-x/dmon/topo, nccl-tests, ib_write_bw, iostat, Kineto "
+                          "trace); kind detected from content; HOST prefixes entity names"),
+        click.option("--prometheus", metavar="URL", help="read every signal from this Prometheus server"),
+        click.option("--window", default="10m", show_default=True, help="Prometheus range for rates and quantiles"),
+        click.option("--baseline-offset", default="1h", show_default=True, help="baseline = the same window this far back"),
+        click.option("--selector", default="", help='label matchers added to every query, e.g. namespace="llm"'),
+        click.option("--timeout", default=10.0, show_default=True, help="seconds per Prometheus request or scrape"),
+        click.option("--ca-file", type=click.Path(dir_okay=False), help="CA bundle to verify the Prometheus TLS certificate"),
+        click.option("--insecure", is_flag=True, help="do not verify TLS certificates (not recommended)"),
+        click.option("--scrape", "scrapes", multiple=True, metavar="URL",
+                     help="a /metrics endpoint to scrape twice (vLLM, SGLang, TGI, dcgm-exporter, node_exporter)"),
+        click.option("--interval", default="15s", show_default=True, help="time between the two scrapes"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
     return fn
 
 
-def _gather(engine, snapshot, artifacts):
+def _seconds(text, key):
+    import re
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)?", text.strip())
+    if not m:
+        raise InputError(key, text, "expected a duration such as 15s, 500ms or 1m")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60}[m.group(2)]
+
+
+def _gather(engine, snapshot, artifacts, prometheus=None, window="10m", baseline_offset="1h", selector="",
+            timeout=10.0, ca_file=None, insecure=False, scrapes=(), interval="15s"):
+    """Every evidence source merged into one snapshot; credentials come from PERFDOCTOR_PROM_* only."""
     from perfdoctor.symptoms.evidence import gather
-    return gather(engine.kb, snapshot, artifacts)
+    from perfdoctor.symptoms.snapshot import load_snapshot
+    base = load_snapshot(snapshot, engine.kb) if snapshot else None
+    live = []
+    if prometheus:
+        from perfdoctor.symptoms.prometheus import build_snapshot, credentials_from_env
+        live.append(build_snapshot(engine.kb, prometheus, window, baseline_offset, selector, timeout,
+                                   ca_file=ca_file, verify=not insecure, context=base.context if base else None,
+                                   **credentials_from_env()))
+    if scrapes:
+        from perfdoctor.symptoms.scrape import scrape_snapshot
+        live.append(scrape_snapshot(engine.kb, list(scrapes), _seconds(interval, "--interval"), timeout))
+    return gather(engine.kb, base, artifacts, live)
 
 
 @cli.command()
@@ -42,12 +77,16 @@ def _gather(engine, snapshot, artifacts):
 @evidence_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
 @click.option("--top", default=5, show_default=True, help="hypotheses shown in text and markdown")
-def diagnose(snapshot, artifacts, fmt, top):
-    """Diagnose SNAPSHOT (YAML or JSON) and/or tool outputs: ranked causes, chains, evidence, remedies, probes."""
+def diagnose(snapshot, fmt, top, **sources):
+    """Diagnose SNAPSHOT (YAML or JSON) and/or live evidence: ranked causes, chains, evidence, remedies, probes.
+
+    Prometheus credentials come from the environment only: PERFDOCTOR_PROM_TOKEN or
+    PERFDOCTOR_PROM_TOKEN_FILE (bearer), or PERFDOCTOR_PROM_USER and PERFDOCTOR_PROM_PASSWORD (basic).
+    """
     from perfdoctor import report
     try:
         engine = _engine()
-        d = engine.diagnose(_gather(engine, snapshot, artifacts))
+        d = engine.diagnose(_gather(engine, snapshot, **sources))
     except InputError as exc:
         fail(exc)
     if fmt == "json":
@@ -62,12 +101,12 @@ def diagnose(snapshot, artifacts, fmt, top):
 @evidence_options
 @click.option("--from", "snapshot", type=click.Path(dir_okay=False), help="start from this snapshot file")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout")
-def snapshot_cmd(artifacts, snapshot, output):
-    """Build a snapshot from the evidence sources, to attach to a ticket or diagnose later."""
+def snapshot_cmd(snapshot, output, **sources):
+    """Build a snapshot from the evidence sources, to attach to a ticket or diagnose later (no credentials)."""
     from perfdoctor.symptoms.snapshot import dump_snapshot
     try:
         engine = _engine()
-        text = dump_snapshot(_gather(engine, snapshot, artifacts))
+        text = dump_snapshot(_gather(engine, snapshot, **sources))
     except InputError as exc:
         fail(exc)
     if output:
@@ -82,14 +121,14 @@ def snapshot_cmd(artifacts, snapshot, output):
 @evidence_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--count", default=5, show_default=True)
-def probe(snapshot, artifacts, fmt, count):
+def probe(snapshot, fmt, count, **sources):
     """What to measure next for SNAPSHOT, by expected information gain per minute."""
     import json
 
     from perfdoctor import report
     try:
         engine = _engine()
-        d = engine.diagnose(_gather(engine, snapshot, artifacts), top=0)
+        d = engine.diagnose(_gather(engine, snapshot, **sources), top=0)
     except InputError as exc:
         fail(exc)
     probes = d.next_probes[:count]

@@ -70,11 +70,13 @@ def artifact_snapshot(kb: KB, spec: str) -> Snapshot:
     return snap
 
 
-def gather(kb: KB, snapshot: str | None = None, artifacts: tuple = (), live: list[Snapshot] = ()) -> Snapshot:
-    """The snapshot file (if any) first, then each artifact, then live sources; earlier values win."""
+def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = (), live: list[Snapshot] = ()) -> Snapshot:
+    """The snapshot (file or loaded) first, then each artifact, then live sources; earlier values win."""
     if snapshot is None and not artifacts and not live:
         raise InputError("perfdoctor", "", "no evidence: give a SNAPSHOT file, --artifact, --prometheus or --scrape")
-    base = load_snapshot(snapshot, kb) if snapshot else Snapshot(source="+".join(artifacts) or "live")
+    if isinstance(snapshot, str):
+        snapshot = load_snapshot(snapshot, kb)
+    base = snapshot or Snapshot(source="+".join([*artifacts, *(s.source for s in live)]) or "live")
     for spec in artifacts:
         merge(kb, base, artifact_snapshot(kb, spec), spec)
     for snap in live:

@@ -36,11 +36,11 @@ def test_probe_loop_reaches_diagnosis_from_the_headline(engine):
     from perfdoctor.symptoms.snapshot import parse_snapshot
     case = load_file(path)
     full = parse_snapshot(case["snapshot"], engine.kb, str(path))
-    ours = probes_to_diagnosis(engine, full, case["initial"], {"prompt_length_growth"}, None)
+    ours, solved = probes_to_diagnosis(engine, full, case["initial"], {"prompt_length_growth"}, None)
     checklist = load_file(engine.kb.root / "checklist.yaml")["order"]
-    theirs = probes_to_diagnosis(engine, full, case["initial"], {"prompt_length_growth"}, checklist)
-    assert ours is not None and 1 <= ours <= 4
-    assert theirs is None or theirs >= ours
+    theirs, _ = probes_to_diagnosis(engine, full, case["initial"], {"prompt_length_growth"}, checklist)
+    assert solved and 1 <= ours <= 4
+    assert theirs >= ours
 
 
 def test_cli_eval_gate(library):
