@@ -89,25 +89,16 @@ def to_pgmpy(net: NoisyOrNetwork):
     for i, c in enumerate(net.causes):
         model.add_node(c)
         cpds.append(TabularCPD(c, 2, [[1 - net.prior[i]], [net.prior[i]]], state_names={c: [OFF, ON]}))
-    for j, m in enumerate(net.mechanisms):
-        parents = [net.causes[i] for i in np.nonzero(net.cause_mech[:, j])[0]]
-        model.add_node(m)
-        model.add_edges_from((p, m) for p in parents)
-        cpds.append(_noisy_or_cpd(TabularCPD, m, parents, [net.cause_mech[net.causes.index(p), j] for p in parents],
-                                  net.mech_leak[j]))
-    for k, f in enumerate(net.mech_findings):
-        parents = [net.mechanisms[j] for j in np.nonzero(net.mech_finding[:, k])[0]]
-        model.add_node(f)
-        model.add_edges_from((p, f) for p in parents)
-        cpds.append(_noisy_or_cpd(TabularCPD, f, parents,
-                                  [net.mech_finding[net.mechanisms.index(p), k] for p in parents],
-                                  net.mech_finding_leak[k]))
-    for k, f in enumerate(net.sig_findings):
-        parents = [net.causes[i] for i in np.nonzero(net.cause_sig[:, k])[0]]
-        model.add_node(f)
-        model.add_edges_from((p, f) for p in parents)
-        cpds.append(_noisy_or_cpd(TabularCPD, f, parents, [net.cause_sig[net.causes.index(p), k] for p in parents],
-                                  net.sig_leak[k]))
+    layers = [(net.mechanisms, net.causes, net.cause_mech, net.mech_leak),
+              (net.mech_findings, net.mechanisms, net.mech_finding, net.mech_finding_leak),
+              (net.sig_findings, net.causes, net.cause_sig, net.sig_leak)]
+    for children, parents, strengths, leaks in layers:
+        for k, child in enumerate(children):
+            rows = np.nonzero(strengths[:, k])[0]
+            names = [parents[r] for r in rows]
+            model.add_node(child)
+            model.add_edges_from((p, child) for p in names)
+            cpds.append(_noisy_or_cpd(TabularCPD, child, names, list(strengths[rows, k]), leaks[k]))
     model.add_cpds(*cpds)
     model.check_model()
     return model
