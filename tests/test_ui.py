@@ -305,3 +305,12 @@ def test_live_page_passes_the_token_only_to_a_reader_that_takes_one(monkeypatch)
     no_exception(at)
     assert seen == ["s3cret-token"]
     assert not any("does not take a token" in w.value for w in at.warning)
+
+
+def test_diagnose_page_shows_observed_vs_ceiling_bars(monkeypatch):
+    monkeypatch.setenv("PERFDOCTOR_SNAPSHOT", str(REPO / "tests" / "ceiling_cases" / "low_util_decode_70b.yaml"))
+    at = app()
+    no_exception(at)
+    assert ranking(at)[0] == "decode_memory_bound"
+    shares = {row["ceiling"]: row["share"] for f in chart_frames(at) if "share" in f for row in f.to_dict("records")}
+    assert shares["Decode throughput ceiling per replica (HBM bandwidth)"] == pytest.approx(0.811, abs=0.001)

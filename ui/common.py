@@ -54,6 +54,19 @@ def hypothesis_detail(h, kb, lang):
                     f"{'; '.join(kb_text(tech, 'cannot_fix', lang))}  \n  {t('retest', lang)}: {', '.join(r['retest'])}")
 
 
+def ceiling_chart(d, lang):
+    """Observed as a share of each hardware ceiling (1 = at the limit), with the formula on hover."""
+    rows = [{"ceiling": c.title, "share": round(c.fraction_of_ceiling, 3), "formula": c.formula}
+            for c in d.ceilings if c.fraction_of_ceiling is not None]
+    if not rows:
+        return
+    st.subheader(t("ceilings", lang))
+    chart = alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
+        x=alt.X("share:Q", scale=alt.Scale(domain=[0, 1.1]), title=t("share_of_ceiling", lang)),
+        y=alt.Y("ceiling:N", title=None, axis=alt.Axis(labelLimit=320)), tooltip=["ceiling", "share", "formula"])
+    st.altair_chart(chart, width="stretch")
+
+
 def show_diagnosis(d, kb, lang, evidence=True):
     """Ranking chart and list, then the leading hypothesis in full and the next two folded."""
     for w in d.warnings:
@@ -63,6 +76,7 @@ def show_diagnosis(d, kb, lang, evidence=True):
         st.info(t("no_evidence", lang))
     probability_chart(d, kb, lang)
     ranking_list(d, kb, lang)
+    ceiling_chart(d, lang)
     if not evidence or not d.hypotheses:
         return
     st.subheader(t("leading", lang))

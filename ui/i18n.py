@@ -39,6 +39,8 @@ STRINGS = {
     "ev_against": ("Evidence against", "反对的证据"),
     "where": ("Where", "位置"),
     "remedies": ("Remedies and how they can fail", "处置方案及其失败情形"),
+    "ceilings": ("Observed vs hardware ceiling", "实测值与硬件上限"),
+    "share_of_ceiling": ("share of the ceiling (1 = at the limit)", "占上限的比例（1 = 已到上限）"),
     "risk": ("Risk (counterexample)", "风险（反例）"),
     "cannot_fix": ("Cannot fix", "无法解决"),
     "retest": ("Re-test", "复测"),
