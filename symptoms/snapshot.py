@@ -7,11 +7,13 @@ from perfdoctor.errors import InputError
 from perfdoctor.kb.loader import KB
 from perfdoctor.yamlio import load_file
 
-NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+NUMBER_UNIT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(\s*)(%|ms|us|s|min|[A-Za-z/]+)?")
+SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0}
 WORKLOAD_ALIASES = {"serving": "inference", "inference": "inference", "train": "training", "training": "training"}
 CONTEXT_ALIASES = {"tensor_parallel": "tp", "tensor_parallel_size": "tp", "tp_size": "tp",
                    "pipeline_parallel": "pp", "pipeline_parallel_size": "pp"}
 TOP_KEYS = {"context", "changes", "baseline", "current"}
+TOP_ALIASES = {"before": "baseline", "after": "current", "now": "current"}
 CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
     "engine": str, "slo": dict, "versions": dict, "model": (dict, str), "model_config": str, "tp": int, "pp": int,
@@ -47,6 +49,7 @@ def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
     if not isinstance(data, dict):
         raise InputError(where, "", "a snapshot must be a mapping with context, changes, baseline, current")
     snap = Snapshot(source=where)
+    data = _normalize_top(data, kb, where, snap.warnings)
     for key in data:
         if key not in TOP_KEYS:
             snap.warnings.append(f"{where}: {key}: unknown top-level key, ignored (expected {', '.join(sorted(TOP_KEYS))})")
@@ -62,6 +65,19 @@ def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
     if not snap.current:
         raise InputError(where, "current", "no known signal observed: nothing to diagnose")
     return snap
+
+
+def _normalize_top(data, kb, where, warnings):
+    """Accept before/after (and now) for baseline/current, and bare signals at the top level as `current`."""
+    data = dict(data)
+    for alias, key in TOP_ALIASES.items():
+        if alias in data and key not in data:
+            data[key] = data.pop(alias)
+    loose = [k for k in data if k not in TOP_KEYS and k in kb.signals]
+    if loose and "current" not in data:
+        data["current"] = {k: data.pop(k) for k in loose}
+        warnings.append(f"{where}: {', '.join(loose)}: signals at the top level, read as current")
+    return data
 
 
 def _context(ctx, kb, where, warnings):
@@ -90,6 +106,8 @@ def _context(ctx, kb, where, warnings):
 def _changes(changes, kb, where, warnings):
     if changes is None:
         return None
+    if isinstance(changes, str):
+        changes = [changes]
     if not isinstance(changes, list) or not all(isinstance(c, str) for c in changes):
         raise InputError(where, "changes", "must be a list of change names")
     known = []
@@ -135,8 +153,8 @@ def _scalar(signal, value, where, key, warnings):
             if signal.values and v not in signal.values:
                 warnings.append(f"{where}: {key}: unknown value {v!r} (known: {', '.join(signal.values)})")
         return list(value)
-    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
-        value = float(value)  # YAML 1.1 reads 3.5e3 (no sign in the exponent) as a string
+    if isinstance(value, str):
+        value = _number_with_unit(value.strip(), signal, where, key)
     if not _is_number(value):
         raise InputError(where, key, f"expected a number in {signal.unit}, got {value!r}")
     value = float(value)
@@ -147,6 +165,23 @@ def _scalar(signal, value, where, key, warnings):
     if not lo <= value <= hi:
         raise InputError(where, key, f"{value:g} is outside the valid range {lo:g}..{hi:g} {signal.unit}")
     return value
+
+
+def _number_with_unit(text, signal, where, key):
+    """'3.5e3' (YAML 1.1 reads it as text), '45%' for a fraction, '800ms' or '2.5 s' for seconds; else unchanged."""
+    m = NUMBER_UNIT.fullmatch(text)
+    if not m:
+        return text
+    number, unit = float(m.group(1)), (m.group(3) or "").strip()
+    if not unit:
+        return number
+    if unit == "%" and signal.kind == "fraction":
+        return number / 100
+    if signal.unit == "s" and unit in SECONDS:
+        return number * SECONDS[unit]
+    if unit == signal.unit:
+        return number
+    raise InputError(where, key, f"unit '{unit}' does not fit this signal (expected {signal.unit})")
 
 
 def _is_number(v):

@@ -66,3 +66,21 @@ def test_json_snapshot_and_duplicate_key_in_json(kb, tmp_path):
     assert snap.current == {"e2e_p99_s": 2.5}
     with pytest.raises(InputError, match="duplicate key"):
         load_snapshot(write(tmp_path, '{"current": {"e2e_p99_s": 1, "e2e_p99_s": 2}}', "d.json"), kb)
+
+
+def test_values_with_units_and_loose_layouts(kb, tmp_path):
+    """What people paste mid-incident: before/after, '800ms', '45%', one change as a string."""
+    snap = load_snapshot(write(tmp_path, "before: {e2e_p99_s: 800ms, sm_active: '40%'}\n"
+                                         "after: {e2e_p99_s: 2.5 s, kv_cache_usage: 94%, gdr_enabled: false}\n"
+                                         "changes: prompt_template\n"), kb)
+    assert snap.baseline == {"e2e_p99_s": pytest.approx(0.8), "sm_active": pytest.approx(0.4)}
+    assert snap.current["e2e_p99_s"] == 2.5 and snap.current["kv_cache_usage"] == pytest.approx(0.94)
+    assert snap.changes == ["prompt_template"]
+    bare = load_snapshot(write(tmp_path, "e2e_p99_s: 2.5\nsm_active: 0.4\n", "bare.yaml"), kb)
+    assert bare.current == {"e2e_p99_s": 2.5, "sm_active": 0.4}
+    assert any("signals at the top level, read as current" in w for w in bare.warnings)
+
+
+def test_a_unit_that_does_not_fit_is_an_error(kb, tmp_path):
+    with pytest.raises(InputError, match=r"current.e2e_p99_s: unit 'GB' does not fit this signal \(expected s\)"):
+        load_snapshot(write(tmp_path, "current: {e2e_p99_s: 5 GB}"), kb)
