@@ -36,7 +36,7 @@ def test_unknown_signal_and_change_are_warnings_not_errors(kb, tmp_path):
     ("current: {gdr_enabled: 1}", "current.gdr_enabled", "expected true or false"),
     ("current: {throttle_reasons: {gpu0: 3}}", "current.throttle_reasons.gpu0", "expected a list of strings"),
     ("current: {sm_clock_mhz: {}}", "current.sm_clock_mhz", "empty per-entity mapping"),
-    ("current: {gpu_util: 0.5}\nchanges: prompt_template", "changes", "must be a list"),
+    ("current: {gpu_util: 0.5}\nchanges: {prompt_template: true}", "changes", "must be a list"),
     ("current: {gpu_util: 0.5}\ncontext: {nodes: four}", "context.nodes", "expected int"),
     ("current: {gpu_util: 0.5}\ncontext: {workload: gaming}", "context.workload", "must be 'inference' or 'training'"),
     ("current: {gpu_util: 0.5}\ncontext: {slo: {e2e_p99_s: 0}}", "context.slo.e2e_p99_s", "positive number"),
