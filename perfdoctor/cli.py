@@ -206,7 +206,9 @@ def tech(name, fmt):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--probes/--no-probes", default=True, show_default=True, help="also measure probes to diagnosis")
 @click.option("--min-ac3", type=float, default=None, help="exit 1 when AC@3 over all cases is below this")
-def eval_cmd(folder, fmt, probes, min_ac3):
+@click.option("--show-holdout-misses", is_flag=True,
+              help="also list holdout misses (off by default: the holdout is for scoring, not for tuning)")
+def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses):
     """Score the ranking on a labeled incident library FOLDER (cases/*.yaml, holdout/ scored apart)."""
     import json
 
@@ -217,7 +219,8 @@ def eval_cmd(folder, fmt, probes, min_ac3):
     except InputError as exc:
         fail(exc)
     whole, tuned, held = summary(report), summary(report, holdout=False), summary(report, holdout=True)
-    misses = [r for r in report.results if r.rank > 1]
+    misses = [r for r in report.results if r.rank > 1 and (show_holdout_misses or not r.holdout)]
+    hidden = sum(r.rank > 1 and r.holdout for r in report.results) if not show_holdout_misses else 0
     if fmt == "json":
         click.echo(json.dumps({"all": whole, "library": tuned, "holdout": held, "per_root_cause": per_root_cause(report),
                                "misses": [{"id": r.id, "expected": r.expected, "rank": r.rank, "top": r.top,
@@ -238,6 +241,8 @@ def eval_cmd(folder, fmt, probes, min_ac3):
         click.echo("\nmisses (expected rank > 1):")
         for r in misses:
             click.echo(f"  {r.id}: expected {r.expected} at rank {r.rank}; first {r.top} P={r.top_probability:.2f}")
+        if hidden:
+            click.echo(f"  and {hidden} holdout misses, not listed (--show-holdout-misses)")
     if min_ac3 is not None and whole["ac_at_3"] < min_ac3:
         click.echo(f"perfdoctor: AC@3 {whole['ac_at_3']:.3f} is below the required {min_ac3}", err=True)
         sys.exit(1)
