@@ -56,9 +56,22 @@ def browser(profile):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
 
-def answer_form(driver, wait, values):
-    """Type the example's value into every text field of the question form, then submit."""
+def answer_form(driver, wait, values, attempts=4):
+    """Type the example's values into the question form and submit; retried if Streamlit re-renders under us."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    for attempt in range(attempts):
+        try:
+            return _answer_form_once(driver, wait, values)
+        except StaleElementReferenceException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1)
+
+
+def _answer_form_once(driver, wait, values):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    time.sleep(0.5)   # let the rerun that drew this question settle
     form = driver.find_element(By.CSS_SELECTOR, '[data-testid="stForm"]')
     heading = form.find_element(By.TAG_NAME, "h3").text
     typed = 0
@@ -69,6 +82,7 @@ def answer_form(driver, wait, values):
         part = "baseline" if m.group(2) == "baseline" else "current"
         if m.group(1) in values[part]:
             box.click()
+            box.send_keys(Keys.CONTROL, "a")
             box.send_keys(str(values[part][m.group(1)]))
             typed += 1
     assert typed, f"no field of '{heading}' could be answered"
@@ -93,7 +107,8 @@ def test_browser_two_questions_rank_prompt_growth_first(tmp_path):
     try:
         wait_healthy(proc, port, log)
         driver = browser(tmp_path / "profile")
-        wait = WebDriverWait(driver, 60)
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+        wait = WebDriverWait(driver, 60, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
         driver.get(f"http://127.0.0.1:{port}/")
         wait.until(lambda d: d.find_elements(By.XPATH, "//h1[contains(., 'Diagnose a slowdown')]"))
         driver.find_element(By.XPATH, "//label[.//p[text()='Time to first token (TTFT)']]").click()
