@@ -13,6 +13,7 @@ from perfdoctor.kb.loader import KB, load_kb, require_valid
 from perfdoctor.symptoms.snapshot import Snapshot
 
 MIN_EVIDENCE_SHIFT = 0.005
+CHAIN_MIN_PROBABILITY = 0.5  # a mechanism is part of the explanation when it is more likely on than off
 IMPOSSIBLE_FRACTION = 1.1  # observed above a hardware ceiling: the inputs, not the hardware, are wrong
 
 
@@ -157,7 +158,7 @@ class Engine:
     def _chain(self, rc, observations, mech_given):
         """Paths cause -> mechanism -> observed finding (and cause -> signature finding) that are present.
 
-        mech_given[j] is P(mechanism j on | evidence, this cause on).
+        mech_given[j] is P(mechanism j on | evidence, this cause on); mechanisms below 0.5 are left out.
         """
         paths = []
         for eff in sorted(rc.mechanisms, key=lambda e: -e.strength):
@@ -165,7 +166,7 @@ class Engine:
             j = self.net.mechanisms.index(mech.id)
             seen = [self._finding_step(e.target, observations) for e in mech.effects
                     if e.target in observations and observations[e.target].present]
-            if seen:
+            if seen and mech_given[j] >= CHAIN_MIN_PROBABILITY:
                 paths.append({"mechanism": mech.id, "title": mech.title, "strength": eff.strength,
                               "probability": round(float(mech_given[j]), 4), "findings": seen})
         sigs = [self._finding_step(e.target, observations) for e in rc.signatures

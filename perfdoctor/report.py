@@ -48,11 +48,14 @@ def to_json(d: Diagnosis, probes: int = 5) -> str:
     return json.dumps(to_dict(d, probes), indent=2, ensure_ascii=False)
 
 
-def chain_line(h: Hypothesis) -> str:
-    """One line per path: cause -> mechanism -> observed finding."""
+def chain_line(h: Hypothesis, per_path: int = 3) -> str:
+    """One line per path: cause -> mechanism -> observed findings (the first `per_path` of them)."""
     lines = []
     for path in h.chain:
-        seen = "; ".join(f"{s['title']} [{s['observed']}]" for s in path["findings"])
+        steps = path["findings"]
+        seen = "; ".join(f"{s['title']} [{s['observed']}]" for s in steps[:per_path])
+        if len(steps) > per_path:
+            seen += f"; +{len(steps) - per_path} more"
         if path["mechanism"]:
             lines.append(f"{h.id} -> {path['title']} (P={path['probability']:.2f}) -> {seen}")
         else:
