@@ -119,6 +119,14 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         low = [e for e, v in cur.items() if v <= cur[lo] + 0.25 * (cur[hi] - cur[lo])]
         high = [e for e, v in cur.items() if v >= cur[hi] - 0.25 * (cur[hi] - cur[lo])]
         return Observation(finding.id, sid, present, detail, (high if len(high) <= len(low) else low) if present else [])
+    if kind == "differs_from_baseline":
+        if sid not in snap.baseline:
+            return None
+        before = {str(v) for v in _values(snap.baseline[sid]).values()}
+        now = {str(v) for v in cur.values()}
+        present = now != before
+        detail = f"{sid} {', '.join(sorted(before))} -> {', '.join(sorted(now))}" if present else f"{sid} unchanged"
+        return Observation(finding.id, sid, present, detail)
     if kind == "equals":
         hit = [e for e, v in cur.items() if v == rule.equals]
         present = bool(hit)

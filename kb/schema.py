@@ -60,6 +60,7 @@ class Rule(Entry):
     fraction_of: FractionOf | None = None
     tail_ratio_up: TailRatioUp | None = None
     spread_above: float | None = None
+    differs_from_baseline: bool | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
 
     @model_validator(mode="after")
