@@ -43,7 +43,7 @@ def timed(fn, runs):
 def main():
     from perfdoctor.engine.findings import evaluate
     from perfdoctor.engine.rank import Engine
-    from perfdoctor.symptoms.snapshot import load_snapshot, parse_snapshot
+    from perfdoctor.symptoms.snapshot import parse_snapshot
     from perfdoctor.yamlio import load_file
 
     inner, outer = cold_start()

@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from conftest import REPO
 from perfdoctor.cli import cli
-from perfdoctor.symptoms.snapshot import load_snapshot, parse_snapshot
+from perfdoctor.symptoms.snapshot import parse_snapshot
 from perfdoctor.yamlio import load_file
 
 LOW_UTIL = REPO / "tests" / "ceiling_cases" / "low_util_decode_70b.yaml"

@@ -4,10 +4,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from conftest import REPO, SCENARIOS
+from conftest import REPO
 from perfdoctor.cli import cli
 from perfdoctor.engine.evaluation import evaluate_library, per_root_cause, probes_to_diagnosis, summary
-from perfdoctor.symptoms.snapshot import load_snapshot
 
 
 @pytest.fixture(scope="module")

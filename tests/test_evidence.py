@@ -1,6 +1,5 @@
 """Real tool outputs as evidence through the CLI: detection, merging with a snapshot, and snapshot round trips."""
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

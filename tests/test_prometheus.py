@@ -56,7 +56,7 @@ def live(engine, tmp_path_factory):
         url = f"http://127.0.0.1:{free_port()}"
         proc = prom.start(work, data, port, int(url.rsplit(":", 1)[1]))
         prom.wait_for(url, proc, work, 'count_over_time(up{job="scenario"}[40s])', 33, deadline_s=90)
-        prom.wait_for(url, proc, work, f'count(DCGM_FI_DEV_SM_CLOCK offset 1h)', 1, deadline_s=10)
+        prom.wait_for(url, proc, work, 'count(DCGM_FI_DEV_SM_CLOCK offset 1h)', 1, deadline_s=10)
         yield {"url": url, "scenarios": scenarios, "work": work}
     finally:
         prom.stop(proc)
