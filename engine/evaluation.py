@@ -42,8 +42,13 @@ def load_cases(folder: Path) -> list[tuple[Path, dict]]:
         case = load_file(path)
         if not isinstance(case, dict) or "snapshot" not in case or "expected" not in case:
             raise InputError(str(path), "", "a case needs 'expected' and 'snapshot'")
-        if "root_cause" not in (case["expected"] or {}):
+        expected = case["expected"]
+        if not isinstance(expected, dict) or "root_cause" not in expected:
             raise InputError(str(path), "expected.root_cause", "missing")
+        for key, value in (("expected.also_acceptable", expected.get("also_acceptable", [])),
+                           ("initial", case.get("initial", []))):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError(str(path), key, "must be a list of names")
         cases.append((path, case))
     return cases
 
@@ -55,9 +60,11 @@ def evaluate_library(engine: Engine, folder: Path, probes: bool = True) -> Repor
         where = str(path)
         snap = parse_snapshot(case["snapshot"], engine.kb, where)
         expected = case["expected"]["root_cause"]
-        if expected not in engine.kb.root_causes:
-            raise InputError(where, "expected.root_cause", f"unknown root cause '{expected}'")
         ok = {expected, *(case["expected"].get("also_acceptable") or [])}
+        for cause in sorted(ok):
+            if cause not in engine.kb.root_causes:
+                key = "expected.root_cause" if cause == expected else "expected.also_acceptable"
+                raise InputError(where, key, f"unknown root cause '{cause}'")
         d = engine.diagnose(snap, with_probes=False)
         ids = [h.id for h in d.hypotheses]
         rank = min(ids.index(c) for c in ok if c in ids) + 1
@@ -65,7 +72,8 @@ def evaluate_library(engine: Engine, folder: Path, probes: bool = True) -> Repor
         ours = probes_to_diagnosis(engine, snap, initial, ok, None) if probes else (None, False)
         theirs = probes_to_diagnosis(engine, snap, initial, ok, checklist) if probes else (None, False)
         report.results.append(CaseResult(
-            id=case.get("id", path.stem), path=where, holdout="holdout" in path.parts, expected=expected,
+            id=case.get("id", path.stem), path=where, holdout="holdout" in path.relative_to(folder).parts,
+            expected=expected,
             acceptable=ok, rank=rank, top=ids[0], top_probability=d.hypotheses[0].probability,
             probes=ours[0], probes_solved=ours[1], checklist_probes=theirs[0], checklist_solved=theirs[1]))
     return report

@@ -75,6 +75,7 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         base_values = _values(snap.baseline[sid])
         moved = lambda r: r >= rule.ratio_up if kind == "ratio_up" else r <= rule.ratio_down
         common = [e for e in cur if e in base_values and e != "all"] if entity_named else []
+        common = [e for e in common if base_values[e] > 0]
         if common:  # the same entities before and after: compare each with itself
             ratios = {e: _ratio(cur[e], base_values[e]) for e in common}
             hit = [e for e in common if moved(ratios[e])]
@@ -83,6 +84,8 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
                      f"(x{ratios[worst]:.2f}; {len(hit)} of {len(common)} moved)"
             return Observation(finding.id, sid, bool(hit), detail, hit)
         now, base = mean(cur.values()), mean(base_values.values())
+        if base <= 0:   # a zero baseline has no scale: no ratio can be read from it
+            return None
         ratio = _ratio(now, base)
         detail = f"{sid} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
         return Observation(finding.id, sid, moved(ratio), detail)
@@ -122,9 +125,14 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
     if kind == "differs_from_baseline":
         if sid not in snap.baseline:
             return None
-        before = {str(v) for v in _values(snap.baseline[sid]).values()}
+        base_values = _values(snap.baseline[sid])
+        common = [e for e in cur if e in base_values]
+        if common:
+            present = any(str(cur[e]) != str(base_values[e]) for e in common)
+        else:
+            present = {str(v) for v in cur.values()} != {str(v) for v in base_values.values()}
+        before = {str(v) for v in base_values.values()}
         now = {str(v) for v in cur.values()}
-        present = now != before
         detail = f"{sid} {', '.join(sorted(before))} -> {', '.join(sorted(now))}" if present else f"{sid} unchanged"
         return Observation(finding.id, sid, present, detail)
     if kind == "equals":

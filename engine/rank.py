@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from perfdoctor.engine.ceilings import Ceiling, compute_ceilings
+from perfdoctor.errors import InputError
 from perfdoctor.engine.findings import Observation, evaluate
 from perfdoctor.engine.inference import ExactInference, Joint
 from perfdoctor.engine.network import NoisyOrNetwork, compile_network
@@ -71,7 +72,10 @@ class Engine:
     def with_ceilings(self, snap: Snapshot) -> tuple[Snapshot, list[Ceiling], list[str]]:
         """`snap` plus the observed/ceiling signals the KB derives from hardware ceilings (unless given)."""
         base_dir = Path(snap.source).parent if Path(snap.source).exists() else None
-        ceilings, notes = compute_ceilings(snap.context, snap.current, base_dir=base_dir)
+        try:
+            ceilings, notes = compute_ceilings(snap.context, snap.current, base_dir=base_dir)
+        except (TypeError, ValueError, AttributeError) as exc:  # odd values inside a model config.json
+            raise InputError(snap.source, "context.model_config", f"cannot read the model shape: {exc}") from None
         by_id = {c.id: c for c in ceilings}
         derived = {}
         for sid, signal in self.kb.signals.items():

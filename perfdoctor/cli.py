@@ -1,4 +1,5 @@
 """The `perfdoctor` command line. Bad input: one line on stderr naming file, key and problem; exit 2."""
+import re
 import sys
 from pathlib import Path
 
@@ -7,10 +8,11 @@ import click
 from perfdoctor.errors import InputError
 
 FORMATS = click.Choice(["text", "json", "markdown"])
+PROM_DURATION = re.compile(r"(\d+(ms|s|m|h|d|w|y))+")
 
 
 def fail(exc: InputError):
-    click.echo(f"perfdoctor: error: {exc}", err=True)
+    click.echo(f"perfdoctor: error: {' '.join(str(exc).split())}", err=True)
     sys.exit(2)
 
 
@@ -47,7 +49,6 @@ def evidence_options(fn):
 
 
 def _seconds(text, key):
-    import re
     m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)?", text.strip())
     if not m:
         raise InputError(key, text, "expected a duration such as 15s, 500ms or 1m")
@@ -62,6 +63,9 @@ def _gather(engine, snapshot, artifacts, prometheus=None, window="10m", baseline
     base = load_snapshot(snapshot, engine.kb) if snapshot else None
     live = []
     if prometheus:
+        for name, value in (("--window", window), ("--baseline-offset", baseline_offset)):
+            if not PROM_DURATION.fullmatch(value):
+                raise InputError(name, value, "expected a Prometheus duration such as 10m, 1h or 1h30m")
         from perfdoctor.symptoms.prometheus import build_snapshot, credentials_from_env
         live.append(build_snapshot(engine.kb, prometheus, window, baseline_offset, selector, timeout,
                                    ca_file=ca_file, verify=not insecure, context=base.context if base else None,
@@ -76,7 +80,7 @@ def _gather(engine, snapshot, artifacts, prometheus=None, window="10m", baseline
 @click.argument("snapshot", type=click.Path(dir_okay=False), required=False)
 @evidence_options
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
-@click.option("--top", default=5, show_default=True, help="hypotheses shown in text and markdown")
+@click.option("--top", default=5, show_default=True, type=click.IntRange(1), help="hypotheses shown in text and markdown")
 def diagnose(snapshot, fmt, top, **sources):
     """Diagnose SNAPSHOT (YAML or JSON) and/or live evidence: ranked causes, chains, evidence, remedies, probes.
 
@@ -110,7 +114,10 @@ def snapshot_cmd(snapshot, output, **sources):
     except InputError as exc:
         fail(exc)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(InputError(output, "", f"cannot write: {exc.strerror}"))
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
@@ -120,7 +127,7 @@ def snapshot_cmd(snapshot, output, **sources):
 @click.argument("snapshot", type=click.Path(dir_okay=False), required=False)
 @evidence_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--count", default=5, show_default=True)
+@click.option("--count", default=5, show_default=True, type=click.IntRange(1))
 def probe(snapshot, fmt, count, **sources):
     """What to measure next for SNAPSHOT, by expected information gain per minute."""
     import json

@@ -106,13 +106,15 @@ def probes_text(probes) -> str:
 def to_markdown(d: Diagnosis, kb: KB, show: int = 3, probes: int = 5) -> str:
     ctx, snap = d.snapshot.context, d.snapshot
     gpus = f"{ctx.get('nodes', '?')} nodes x {ctx.get('gpus_per_node', '?')} {ctx.get('gpu', 'GPU (unknown model)')}"
-    model = ctx.get("model_params_b") or (ctx.get("model") or {}).get("params_b")
+    named = ctx.get("model")
+    model = ctx.get("model_params_b") or (named.get("params_b") if isinstance(named, dict) else None)
     versions = ", ".join(f"{k} {v}" for k, v in (ctx.get("versions") or {}).items()) or "not given"
     top = d.hypotheses[0] if d.hypotheses else None
     out = [f"# Performance incident: {top.title if top else 'no hypothesis'}", "",
            "## Setting", "",
            f"- Workload: {ctx.get('workload', 'not given')}; engine: {ctx.get('engine', 'not given')}; "
-           f"model: {str(model) + 'B parameters' if model else 'not given'}",
+           f"model: {named if isinstance(named, str) else ''}{' ' if isinstance(named, str) and model else ''}"
+           f"{str(model) + 'B parameters' if model else ('' if isinstance(named, str) else 'not given')}",
            f"- Hardware: {gpus}",
            f"- Versions: {versions}",
            f"- What changed before the regression: {', '.join(snap.changes) if snap.changes else ('nothing reported' if snap.changes == [] else 'not asked yet')}",

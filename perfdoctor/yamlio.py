@@ -12,9 +12,13 @@ class StrictLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader, node, deep=False):
+    loader.flatten_mapping(node)   # YAML merge keys (<<: *anchor) first
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -33,8 +37,10 @@ def load_text(text: str, where: str):
         mark = exc.problem_mark or exc.context_mark
         line = f"line {mark.line + 1}" if mark else "parse"
         raise InputError(where, line, exc.problem or str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise InputError(where, "", f"not valid YAML or JSON: {exc}") from None
+    except yaml.reader.ReaderError as exc:
+        raise InputError(where, f"byte {exc.position}", f"not text: unacceptable character #x{exc.character:04x}") from None
+    except (yaml.YAMLError, ValueError) as exc:
+        raise InputError(where, "", f"not valid YAML or JSON: {' '.join(str(exc).split())}") from None
 
 
 def load_file(path, shown: str | None = None):

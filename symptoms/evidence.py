@@ -39,11 +39,15 @@ def merge(kb: KB, base: Snapshot, other: Snapshot, label: str) -> Snapshot:
         if key == "versions":
             base.context.setdefault("versions", {})
             for k, v in value.items():
-                base.context["versions"].setdefault(k, v)
+                mine = base.context["versions"].setdefault(k, v)
+                if str(mine) != str(v):
+                    base.warnings.append(f"{label}: context.versions.{k}: says {v}, kept the earlier {mine}")
         elif isinstance(value, dict) and isinstance(base.context.get(key), dict):
             base.context[key] = {**value, **base.context[key]}
         else:
-            base.context.setdefault(key, value)
+            mine = base.context.setdefault(key, value)
+            if str(mine) != str(value):
+                base.warnings.append(f"{label}: context.{key}: says {value}, kept the earlier {mine}")
     if base.changes is None:
         base.changes = other.changes
     base.warnings.extend(other.warnings)

@@ -1,4 +1,5 @@
 """Snapshot files (YAML or JSON): what was observed, validated against the KB's signal vocabulary."""
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,8 @@ WORKLOAD_ALIASES = {"serving": "inference", "inference": "inference", "train": "
 CONTEXT_ALIASES = {"tensor_parallel": "tp", "tensor_parallel_size": "tp", "tp_size": "tp",
                    "pipeline_parallel": "pp", "pipeline_parallel_size": "pp"}
 TOP_KEYS = {"context", "changes", "baseline", "current"}
+POSITIVE_CONTEXT = {"nodes", "gpus_per_node", "model_params_b", "tp", "pp", "dp", "tokens_per_step", "gpus_per_replica",
+                    "replicas", "gpus", "world_size", "global_batch_size", "seq_len"}
 TOP_ALIASES = {"before": "baseline", "after": "current", "now": "current"}
 CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
@@ -90,6 +93,12 @@ def _context(ctx, kb, where, warnings):
             warnings.append(f"{where}: context.{key}: unknown context key, kept as is")
         elif not isinstance(value, expected) or isinstance(value, bool):
             raise InputError(where, f"context.{key}", f"expected {_type_name(expected)}, got {value!r}")
+        elif _is_number(value):
+            value = _finite(value, where, f"context.{key}")
+            if key in POSITIVE_CONTEXT and value <= 0:
+                raise InputError(where, f"context.{key}", f"must be positive, got {value:g}")
+            if key == "gpu_memory_utilization" and not 0 < value <= 1:
+                raise InputError(where, f"context.{key}", f"must be a fraction in (0, 1], got {value:g}")
     ctx = dict(ctx)
     if ctx.get("workload") in WORKLOAD_ALIASES:
         ctx["workload"] = WORKLOAD_ALIASES[ctx["workload"]]
@@ -98,7 +107,7 @@ def _context(ctx, kb, where, warnings):
     for sid, bound in (ctx.get("slo") or {}).items():
         if sid not in kb.signals:
             warnings.append(f"{where}: context.slo.{sid}: unknown signal, SLO ignored")
-        elif not _is_number(bound) or bound <= 0:
+        elif not _is_number(bound) or not 0 < bound < math.inf:
             raise InputError(where, f"context.slo.{sid}", f"must be a positive number, got {bound!r}")
     return ctx
 
@@ -157,9 +166,12 @@ def _scalar(signal, value, where, key, warnings):
         value = _number_with_unit(value.strip(), signal, where, key)
     if not _is_number(value):
         raise InputError(where, key, f"expected a number in {signal.unit}, got {value!r}")
-    value = float(value)
+    value = _finite(value, where, key)
     lo, hi = signal.range or (float("-inf"), float("inf"))
-    if kind == "fraction" and hi <= 1.5 and hi < value <= 100:
+    if kind == "fraction" and hi <= 1.5 and hi < value <= hi * 1.05:
+        warnings.append(f"{where}: {key}: {value:g} is just above {hi:g} (rounding or rate jitter); read as {hi:g}")
+        value = hi
+    elif kind == "fraction" and hi <= 1.5 and max(1.5, hi) < value <= 100:
         warnings.append(f"{where}: {key}: {value:g} looks like a percent; read as {value / 100:g} (fractions are 0-1)")
         value /= 100
     if not lo <= value <= hi:
@@ -182,6 +194,17 @@ def _number_with_unit(text, signal, where, key):
     if unit == signal.unit:
         return number
     raise InputError(where, key, f"unit '{unit}' does not fit this signal (expected {signal.unit})")
+
+
+def _finite(value, where, key):
+    """float(value), refusing numbers too large for a float and NaN or infinity."""
+    try:
+        value = float(value)
+    except OverflowError:
+        raise InputError(where, key, "number too large") from None
+    if math.isnan(value) or math.isinf(value):
+        raise InputError(where, key, f"{value} is not a finite number")
+    return value
 
 
 def _is_number(v):

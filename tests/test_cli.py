@@ -84,3 +84,18 @@ def test_warnings_are_shown(tmp_path):
     out = json.loads(run("diagnose", str(path), "--format", "json").output)
     assert any("looks like a percent" in w for w in out["warnings"])
     assert any("made_up: unknown signal" in w for w in out["warnings"])
+
+
+def test_cli_argument_errors_are_clean(tmp_path):
+    r = run("snapshot", "--from", EXAMPLE, "-o", str(tmp_path / "missing" / "x.yaml"))
+    assert r.exit_code == 2 and "cannot write" in r.output
+    r = run("diagnose", "--prometheus", "http://127.0.0.1:9", "--baseline-offset", "1hour")
+    assert r.exit_code == 2 and "--baseline-offset: 1hour: expected a Prometheus duration" in r.output
+    assert run("diagnose", EXAMPLE, "--top", "-1").exit_code == 2
+
+
+def test_markdown_with_a_model_name(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("context: {model: llama-3-70b}\ncurrent: {gpu_util: 0.5}\n")
+    r = run("diagnose", str(path), "--format", "markdown")
+    assert r.exit_code == 0 and "model: llama-3-70b" in r.output

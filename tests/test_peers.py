@@ -26,3 +26,12 @@ def test_outlier_finding_names_the_entity(kb):
     obs = evaluate(kb, snap)["sm_clock_gpu_low"]
     assert obs.present and obs.entities == ["gpu3"]
     assert "gpu3=900 MHz" in obs.detail and "1 of 8" in obs.detail
+
+
+def test_zero_baseline_gives_no_ratio_and_swapped_transports_are_a_change(kb):
+    snap = parse_snapshot({"baseline": {"queue_time_p99_s": 0, "nccl_transport": {"n1": "NET/Socket", "n2": "NET/IB"}},
+                           "current": {"queue_time_p99_s": 0.0001,
+                                       "nccl_transport": {"n1": "NET/IB", "n2": "NET/Socket"}}}, kb)
+    obs = evaluate(kb, snap)
+    assert "queue_time_p99_up" not in obs
+    assert obs["nccl_transport_changed"].present
