@@ -44,7 +44,11 @@ def load_snapshot(path: str | Path, kb: KB) -> Snapshot:
     data = load_file(path, shown)
     if isinstance(data, dict) and "snapshot" in data and "expected" in data:  # a labeled case file
         data = data["snapshot"]
-    return parse_snapshot(data, kb, shown)
+    snap = parse_snapshot(data, kb, shown)
+    config = snap.context.get("model_config")
+    if isinstance(config, str) and not Path(config).is_absolute():  # relative to the snapshot, wherever it goes
+        snap.context["model_config"] = str((Path(path).parent / config).resolve())
+    return snap
 
 
 def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
