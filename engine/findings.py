@@ -122,6 +122,17 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         low = [e for e, v in cur.items() if v <= cur[lo] + 0.25 * (cur[hi] - cur[lo])]
         high = [e for e, v in cur.items() if v >= cur[hi] - 0.25 * (cur[hi] - cur[lo])]
         return Observation(finding.id, sid, present, detail, (high if len(high) <= len(low) else low) if present else [])
+    if kind == "parts_share":
+        rule_parts = rule.parts_share.parts
+        if any(part not in snap.current for part in rule_parts):
+            return None
+        whole = mean(cur.values())
+        parts = sum(mean(_values(snap.current[part]).values()) for part in rule_parts)
+        if whole <= 0:
+            return None
+        share = parts / whole
+        detail = f"{' + '.join(rule_parts)} = {share:.0%} of {sid} {_fmt(whole, unit)}"
+        return Observation(finding.id, sid, share < rule.parts_share.below, detail)
     if kind == "differs_from_baseline":
         if sid not in snap.baseline:
             return None

@@ -88,7 +88,7 @@ def check_finding_roles(kb: KB, g: nx.DiGraph) -> list[Issue]:
 def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
     """Rules must fit their signal's kind, and any second signal they name must exist."""
     numeric = {"above", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "tail_ratio_up",
-               "spread_above"}
+               "spread_above", "parts_share"}
     out = []
     for sid, signal in kb.signals.items():
         for f in signal.findings:
@@ -98,10 +98,12 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
                   (kind == "differs_from_baseline" and signal.kind not in ("bool", "string", "list"))
             if bad:
                 out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"'{kind}' does not apply to a {signal.kind} signal"))
-            other = (f.rule.fraction_of.signal if f.rule.fraction_of else
-                     f.rule.tail_ratio_up.median_signal if f.rule.tail_ratio_up else None)
-            if other and other not in kb.signals:
-                out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"unknown signal '{other}'"))
+            others = [f.rule.fraction_of.signal] if f.rule.fraction_of else \
+                [f.rule.tail_ratio_up.median_signal] if f.rule.tail_ratio_up else \
+                f.rule.parts_share.parts if f.rule.parts_share else []
+            for other in others:
+                if other not in kb.signals:
+                    out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"unknown signal '{other}'"))
             if kind == "contains_any" and signal.values:
                 for v in set(f.rule.contains_any) - set(signal.values):
                     out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"'{v}' is not one of the signal's values"))

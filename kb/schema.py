@@ -47,6 +47,12 @@ class TailRatioUp(Entry):
     absolute: float = 4.0
 
 
+class PartsShare(Entry):
+    """Sum of other signals (the parts of this latency) over this signal; every part must be observed."""
+    parts: list[str] = Field(min_length=1)
+    below: float
+
+
 class Rule(Entry):
     """Exactly one test that turns a signal into a present/absent finding."""
     above: float | None = None
@@ -61,6 +67,7 @@ class Rule(Entry):
     tail_ratio_up: TailRatioUp | None = None
     spread_above: float | None = None
     differs_from_baseline: bool | None = None
+    parts_share: PartsShare | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
 
     @model_validator(mode="after")

@@ -35,3 +35,14 @@ def test_zero_baseline_gives_no_ratio_and_swapped_transports_are_a_change(kb):
     obs = evaluate(kb, snap)
     assert "queue_time_p99_up" not in obs
     assert obs["nccl_transport_changed"].present
+
+
+def test_latency_split_points_outside_the_engine(engine):
+    """TTFT up 6x with queue and prefill only 17% of it: the time is lost before or after the engine."""
+    snap = parse_snapshot({"context": {"workload": "inference"}, "baseline": {"ttft_p50_s": 0.05},
+                           "current": {"ttft_p50_s": 0.3, "queue_time_p50_s": 0.01, "prefill_time_p50_s": 0.04}},
+                          engine.kb)
+    d = engine.diagnose(snap, with_probes=False)
+    assert d.observations["ttft_mostly_outside_engine"].present
+    assert "17% of ttft_p50_s" in d.observations["ttft_mostly_outside_engine"].detail
+    assert {h.id for h in d.hypotheses[:2]} == {"gateway_saturation", "client_network_latency"}
