@@ -1,4 +1,5 @@
 """Snapshot files (YAML or JSON): what was observed, validated against the KB's signal vocabulary."""
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -128,7 +129,9 @@ def _changes(changes, kb, where, warnings):
         if c in kb.changes:
             known.append(c)
         else:
-            warnings.append(f"{where}: changes: unknown change '{c}' ignored (known: {', '.join(sorted(kb.changes))})")
+            close = difflib.get_close_matches(c, kb.changes, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(sorted(kb.changes))}"
+            warnings.append(f"{where}: changes: unknown change '{c}' ignored ({hint})")
     return known
 
 
@@ -136,7 +139,9 @@ def _signal_value(kb, sid, value, where, key, warnings):
     """Check one signal's value (scalar or per-entity mapping); None means 'dropped with a warning'."""
     signal = kb.signals.get(sid)
     if signal is None:
-        warnings.append(f"{where}: {key}: unknown signal, ignored")
+        close = difflib.get_close_matches(str(sid), kb.signals, n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        warnings.append(f"{where}: {key}: unknown signal, ignored{hint}")
         return None
     if isinstance(value, dict):
         if not value:

@@ -26,6 +26,9 @@ def test_unknown_signal_and_change_are_warnings_not_errors(kb, tmp_path):
     assert snap.changes == ["prompt_template"]
     assert "gpu_vibes" not in snap.current
     assert any("current.gpu_vibes: unknown signal" in w for w in snap.warnings)
+    typo = load_snapshot(write(tmp_path, "current: {ttft_p99: 2, e2e_p99_s: 2}\nchanges: [driver_update]", "t.yaml"), kb)
+    assert any("did you mean ttft_p99_s" in w for w in typo.warnings)
+    assert any("did you mean driver_upgrade" in w for w in typo.warnings)
     assert any("unknown change 'moon_phase'" in w for w in snap.warnings)
 
 
