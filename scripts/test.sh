@@ -24,5 +24,6 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q -e '.[test]'
 .venv/bin/perfdoctor kb check
 .venv/bin/python -m pytest -q
-# Diagnosis must not regress: the labeled incident library gates CI (AC@3 over all cases >= 0.9).
+# Diagnosis must not regress: the labeled incident library (cases outside holdout/) gates CI: AC@3 >= 0.9.
+# The holdout is scored and reported, never gated on, so nobody is pushed to tune on it.
 .venv/bin/perfdoctor eval cases --no-probes --min-ac3 0.9
