@@ -1,4 +1,5 @@
 """Shared fixtures: the real KB and engine (loaded once), the tiny oracle KB, and scenario files."""
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,3 +21,15 @@ def kb():
 @pytest.fixture(scope="session")
 def engine(kb):
     return Engine(kb)
+
+
+def stop_process(proc, timeout=15):
+    """Terminate a server a test started, killing it if it will not stop."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)

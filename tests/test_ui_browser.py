@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, stop_process
 from perfdoctor.yamlio import load_file
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -133,9 +133,4 @@ def test_browser_two_questions_rank_prompt_growth_first(tmp_path):
     finally:
         if driver is not None:
             driver.quit()
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)

@@ -61,11 +61,6 @@ def wait_for(url: str, proc, work: Path, expr: str, min_value: float, deadline_s
 
 
 def stop(proc):
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    """Stop Prometheus (terminate, then kill)."""
+    from conftest import stop_process
+    stop_process(proc, timeout=10)
