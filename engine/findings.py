@@ -8,12 +8,18 @@ from perfdoctor.kb.loader import KB, change_finding_id
 from perfdoctor.symptoms.snapshot import Snapshot
 
 
+# A ratio rule reads a change smaller than the threshold but larger than this share of it (in log space) as
+# marginal: neither present nor absent. A 12 % drop against a 15 % threshold is weak evidence for the
+# finding, not evidence that nothing moved.
+MARGINAL_SHARE = 0.5
+
+
 @dataclass
 class Observation:
-    """One evaluated finding: present or absent, why, and where."""
+    """One evaluated finding: present, absent or marginal (present None: too close to call), why, and where."""
     finding: str
     signal: str
-    present: bool
+    present: bool | None
     detail: str
     entities: list[str] = field(default_factory=list)
 
@@ -73,7 +79,10 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         if sid not in snap.baseline:
             return None
         base_values = _values(snap.baseline[sid])
-        moved = lambda r: r >= rule.ratio_up if kind == "ratio_up" else r <= rule.ratio_down
+        threshold = rule.ratio_up if kind == "ratio_up" else rule.ratio_down
+        moved = lambda r: r >= threshold if kind == "ratio_up" else r <= threshold
+        marginal = lambda r: 0 < r < math.inf and abs(math.log(r)) >= MARGINAL_SHARE * abs(math.log(threshold)) \
+            and math.log(r) * math.log(threshold) > 0
         common = [e for e in cur if e in base_values and e != "all"] if entity_named else []
         common = [e for e in common if base_values[e] > 0]
         if common:  # the same entities before and after: compare each with itself
@@ -82,12 +91,16 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
             worst = max(common, key=lambda e: abs(math.log(ratios[e])) if 0 < ratios[e] < math.inf else math.inf)
             detail = f"{sid} on {worst} {_fmt(base_values[worst], unit)} -> {_fmt(cur[worst], unit)} " \
                      f"(x{ratios[worst]:.2f}; {len(hit)} of {len(common)} moved)"
+            if not hit and any(marginal(r) for r in ratios.values()):
+                return Observation(finding.id, sid, None, detail + ", marginal")
             return Observation(finding.id, sid, bool(hit), detail, hit)
         now, base = mean(cur.values()), mean(base_values.values())
         if base <= 0:   # a zero baseline has no scale: no ratio can be read from it
             return None
         ratio = _ratio(now, base)
         detail = f"{sid} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
+        if not moved(ratio) and marginal(ratio):
+            return Observation(finding.id, sid, None, detail + ", marginal")
         return Observation(finding.id, sid, moved(ratio), detail)
     if kind == "over_slo":
         bound = (snap.context.get("slo") or {}).get(sid)

@@ -42,6 +42,17 @@ class Diagnosis:
     ceilings: list[Ceiling] = field(default_factory=list)
 
 
+def context_value(context: dict, expression: str):
+    """The value of a signal's `from_context` expression ('key' or 'key / key'); None when an input is missing."""
+    keys = expression.split(" / ")
+    values = [context.get(k) for k in keys]
+    if any(v is None for v in values):
+        return None
+    if len(values) == 1:
+        return values[0]
+    return values[0] / values[1] if values[1] else None
+
+
 class Engine:
     """Loaded once (cold start): the KB, its compiled network and the precomputed inference tables."""
 
@@ -66,8 +77,8 @@ class Engine:
         return prior
 
     def evidence(self, observations: dict[str, Observation]) -> dict[str, bool]:
-        return {f: o.present for f, o in observations.items()
-                if f in self.inference.mech_index or f in self.inference.sig_index}
+        return {f: o.present for f, o in observations.items() if o.present is not None
+                and (f in self.inference.mech_index or f in self.inference.sig_index)}
 
     def with_ceilings(self, snap: Snapshot) -> tuple[Snapshot, list[Ceiling], list[str]]:
         """`snap` plus the observed/ceiling signals the KB derives from hardware ceilings (unless given)."""
@@ -87,6 +98,11 @@ class Engine:
                              f"(check context.tp, gpus_per_replica, replicas); {sid} not used")
                 continue
             derived[sid] = c.fraction_of_ceiling
+        for sid, signal in self.kb.signals.items():
+            if signal.from_context and sid not in snap.current:
+                value = context_value(snap.context, signal.from_context)
+                if value is not None:
+                    derived[sid] = value
         warnings = [n for n in notes if n.startswith("unknown GPU") or "the context is off" in n]
         return replace(snap, current={**snap.current, **derived}), ceilings, warnings
 

@@ -3,6 +3,7 @@ import networkx as nx
 
 from perfdoctor.engine.graph import build_graph, causal_subgraph, node
 from perfdoctor.kb.loader import KB, Issue
+from perfdoctor.symptoms.snapshot import CONTEXT_KEYS
 
 
 def check_kb(kb: KB) -> list[Issue]:
@@ -37,6 +38,10 @@ def check_references(kb: KB, g: nx.DiGraph) -> list[Issue]:
         for i, sid in enumerate(probe.fills):
             if sid != "changes" and sid not in kb.signals:
                 out.append(Issue(_file(kb, probe.id), probe.id, f"fills[{i}]", f"unknown signal '{sid}'"))
+    for sig in kb.signals.values():
+        for key in (sig.from_context or "").split(" / "):
+            if key and key not in CONTEXT_KEYS:
+                out.append(Issue(_file(kb, sig.id), sig.id, "from_context", f"unknown context key '{key}'"))
     for tech in kb.technologies.values():
         for i, sid in enumerate(tech.retest):
             if sid not in kb.signals:

@@ -119,6 +119,8 @@ class Signal(Entry):
     entity: EntityKind
     definition: str
     from_ceiling: str | None = Field(None, description="computed as observed / this ceiling (engine/ceilings.py)")
+    from_context: str | None = Field(None, pattern=r"^[a-z_]+( / [a-z_]+)?$",
+                                     description="read from the snapshot context: 'key' or 'key / key'")
     metrics: list[MetricSource] = []
     findings: list[Finding] = []
     sources: list[str] = []
