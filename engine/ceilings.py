@@ -396,7 +396,8 @@ def _training(m, gpu, context, signals, warnings) -> list[Ceiling]:
     return [training_step_ceiling(m, gpu, n_gpus, tokens, _signal(signals, "step_time_s", "max"))]
 
 
-def _link(context: dict, ar: dict, gpu: GpuSpec | None, n: float, hardware: Hardware) -> tuple[float | None, str]:
+def _link(context: dict, ar: dict, gpu: GpuSpec | None, n: float, hardware: Hardware,
+          warnings: list) -> tuple[float | None, str]:
     """Per-direction GB/s of the link each GPU all-reduces over, and its name."""
     if ar.get("link_gb_s") is not None:
         return _pos(ar["link_gb_s"], "allreduce.link_gb_s"), "given"
@@ -404,8 +405,10 @@ def _link(context: dict, ar: dict, gpu: GpuSpec | None, n: float, hardware: Hard
     if name and str(name).lower() not in ("nvlink", "pcie"):
         link = match_interconnect(str(name), hardware)
         if link is None:
-            raise InputError("context", "allreduce.link" if ar.get("link") else "interconnect",
-                             f"unknown link {name!r}")
+            key = "allreduce.link" if ar.get("link") else "interconnect"
+            warnings.append(f"unknown interconnect {str(name)!r} (context.{key}): ceilings that need its bandwidth "
+                            "are skipped")
+            return None, ""
         return link.gb_s, link.title
     if gpu is None:
         return None, ""
@@ -423,7 +426,7 @@ def _allreduce(m, gpu, context, signals, hardware, warnings) -> list[Ceiling]:
     message = _opt(ar, "message_bytes", prefix="allreduce.")
     if message is None and m is not None and m.params_b:
         message = m.params_b * 1e9 * 2 / _gpus_per_replica(context)   # bf16 gradients of one model shard
-    link_gb_s, link = _link(context, ar, gpu, n or 0, hardware)
+    link_gb_s, link = _link(context, ar, gpu, n or 0, hardware, warnings)
     if _skip(warnings, "allreduce_time_floor_s", {"allreduce.n (or gpus)": n, "allreduce.message_bytes": message,
                                                   "link bandwidth (GPU specs or allreduce.link)": link_gb_s}):
         return []

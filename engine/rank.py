@@ -10,6 +10,7 @@ from perfdoctor.engine.findings import Observation, evaluate
 from perfdoctor.engine.inference import ExactInference, Joint
 from perfdoctor.engine.network import NoisyOrNetwork, compile_network
 from perfdoctor.engine.probes import ProbeSuggestion, rank_probes
+from perfdoctor.kb.hardware_schema import match_gpu, match_interconnect
 from perfdoctor.kb.loader import KB, load_kb, require_valid
 from perfdoctor.symptoms.snapshot import Snapshot
 
@@ -42,10 +43,21 @@ class Diagnosis:
     ceilings: list[Ceiling] = field(default_factory=list)
 
 
+def _context_fact(context: dict, key: str):
+    """context[key], or for 'gpu.FIELD' / 'interconnect.FIELD' that field of the catalog entry the context names."""
+    head, _, field_name = key.partition(".")
+    if not field_name:
+        return context.get(key)
+    if not context.get(head):
+        return None
+    entry = (match_gpu if head == "gpu" else match_interconnect)(str(context[head]))
+    return getattr(entry, field_name, None) if entry is not None else None
+
+
 def context_value(context: dict, expression: str):
     """The value of a signal's `from_context` expression ('key' or 'key / key'); None when an input is missing."""
     keys = expression.split(" / ")
-    values = [context.get(k) for k in keys]
+    values = [_context_fact(context, k) for k in keys]
     if any(v is None for v in values):
         return None
     if len(values) == 1:
@@ -69,10 +81,15 @@ class Engine:
         """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope)."""
         prior = self.net.prior.copy()
         workload, nodes, tp = context.get("workload"), context.get("nodes"), context.get("tp")
+        gpu = match_gpu(str(context["gpu"])) if context.get("gpu") else None
+        link = match_interconnect(str(context["interconnect"])) if context.get("interconnect") else None
+        no_nvlink = gpu is not None and not gpu.nvlink_gb_s and not getattr(gpu, "nvlink_bridge_gb_s", None)
+        no_rdma = link is not None and link.kind == "ethernet"
         for i, cid in enumerate(self.net.causes):
             scope = self.kb.root_causes[cid].scope
             if (workload and workload not in scope.workloads) or (nodes and nodes < scope.min_nodes) \
-                    or (tp and tp < scope.min_tp):
+                    or (tp and tp < scope.min_tp) or (scope.needs_nvlink and no_nvlink) \
+                    or (scope.needs_rdma and no_rdma):
                 prior[i] *= scope.outside
         return prior
 
@@ -103,7 +120,11 @@ class Engine:
                 value = context_value(snap.context, signal.from_context)
                 if value is not None:
                     derived[sid] = value
-        warnings = [n for n in notes if n.startswith("unknown GPU") or "the context is off" in n]
+        name = snap.context.get("interconnect")
+        if name and match_interconnect(str(name)) is None and not any(n.startswith("unknown interconnect") for n in notes):
+            notes.append(f"unknown interconnect {str(name)!r} (context.interconnect): facts and ceilings that need "
+                         "its bandwidth are skipped")
+        warnings = [n for n in notes if n.startswith(("unknown GPU", "unknown interconnect")) or "the context is off" in n]
         return replace(snap, current={**snap.current, **derived}), ceilings, warnings
 
     def diagnose(self, snap: Snapshot, top: int | None = None, with_probes: bool = True,

@@ -2,6 +2,7 @@
 import networkx as nx
 
 from perfdoctor.engine.graph import build_graph, causal_subgraph, node
+from perfdoctor.kb.hardware_schema import GpuSpec, Interconnect
 from perfdoctor.kb.loader import KB, Issue
 from perfdoctor.symptoms.snapshot import CONTEXT_KEYS
 
@@ -40,7 +41,10 @@ def check_references(kb: KB, g: nx.DiGraph) -> list[Issue]:
                 out.append(Issue(_file(kb, probe.id), probe.id, f"fills[{i}]", f"unknown signal '{sid}'"))
     for sig in kb.signals.values():
         for key in (sig.from_context or "").split(" / "):
-            if key and key not in CONTEXT_KEYS:
+            head, _, field_name = key.partition(".")
+            catalog = {"gpu": GpuSpec, "interconnect": Interconnect}.get(head)
+            if key and (head not in CONTEXT_KEYS or (field_name and (catalog is None
+                                                                     or field_name not in catalog.model_fields))):
                 out.append(Issue(_file(kb, sig.id), sig.id, "from_context", f"unknown context key '{key}'"))
     for tech in kb.technologies.values():
         for i, sid in enumerate(tech.retest):

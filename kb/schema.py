@@ -119,8 +119,9 @@ class Signal(Entry):
     entity: EntityKind
     definition: str
     from_ceiling: str | None = Field(None, description="computed as observed / this ceiling (engine/ceilings.py)")
-    from_context: str | None = Field(None, pattern=r"^[a-z_]+( / [a-z_]+)?$",
-                                     description="read from the snapshot context: 'key' or 'key / key'")
+    from_context: str | None = Field(None, pattern=r"^[a-z_.]+( / [a-z_.]+)?$",
+                                     description="read from the snapshot context: 'key' or 'key / key'; "
+                                                 "gpu.FIELD / interconnect.FIELD read the hardware catalog")
     metrics: list[MetricSource] = []
     findings: list[Finding] = []
     sources: list[str] = []
@@ -157,11 +158,14 @@ class Scope(Entry):
     """Where a root cause can occur. A snapshot whose context contradicts it scales the prior by `outside`.
 
     Read as an observed parent of the cause: a KV-cache problem does not happen in a training job, an
-    RDMA fabric problem not inside one node, tensor-parallel traffic not without tensor parallelism.
+    RDMA fabric problem not inside one node, tensor-parallel traffic not without tensor parallelism, an
+    NVLink fault not on a GPU without NVLink, a GPUDirect RDMA problem not on a cluster without RDMA NICs.
     """
     workloads: list[Literal["inference", "training"]] = ["inference", "training"]
     min_nodes: int = 1
     min_tp: int = 1
+    needs_nvlink: bool = Field(False, description="impossible on a GPU model with neither NVLink nor an NVLink bridge")
+    needs_rdma: bool = Field(False, description="impossible when the scale-out interconnect is plain Ethernet (TCP)")
     outside: Probability = Field(0.02, gt=0, lt=1)
 
 

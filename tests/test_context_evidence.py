@@ -42,3 +42,23 @@ def test_tensor_parallel_group_across_nodes_is_evidence(engine):
     # a value the user measured directly is not overwritten by the context
     given = _diagnose(engine, {**SERVING, "tp": 16}, base, {**now, "tp_per_node_frac": 0.5})
     assert given.observations["tp_spans_nodes"].present is False
+
+
+def test_slow_ethernet_between_nodes_points_to_scale_out_not_rdma(engine):
+    ctx = {"workload": "training", "nodes": 2, "gpus_per_node": 8}
+    base = {"step_time_s": 0.5, "comm_time_frac": 0.3}
+    now = {"step_time_s": 0.8, "comm_time_frac": 0.55, "nccl_transport": "NET/Socket"}
+    tcp = _diagnose(engine, {**ctx, "interconnect": "10GbE"}, base, now)
+    ib = _diagnose(engine, {**ctx, "interconnect": "HDR"}, base, now)
+    assert tcp.observations["slow_scaleout_link"].present and not ib.observations["slow_scaleout_link"].present
+    p = lambda d, c: next(h.probability for h in d.hypotheses if h.id == c)
+    # Socket transport on an InfiniBand cluster is a missing RDMA path; on plain Ethernet it is all there is
+    assert p(ib, "gpudirect_rdma_disabled") > 0.5
+    assert p(tcp, "gpudirect_rdma_disabled") < 0.1 < 0.5 < p(tcp, "scale_out_comm_bound")
+
+
+def test_unknown_interconnect_is_a_warning_not_an_error(engine):
+    d = _diagnose(engine, {"workload": "training", "nodes": 2, "gpus_per_node": 8, "interconnect": "carrier pigeon"},
+                  {"step_time_s": 0.5}, {"step_time_s": 0.8})
+    assert any("unknown interconnect 'carrier pigeon'" in w for w in d.warnings)
+    assert "scaleout_link_gbit_s" not in d.snapshot.current
