@@ -3,7 +3,7 @@ import math
 from dataclasses import dataclass, field
 from statistics import mean, median
 
-from perfdoctor.engine.peers import robust_outliers
+from perfdoctor.engine.peers import best_peer_shortfalls, robust_outliers
 from perfdoctor.kb.loader import KB, change_finding_id
 from perfdoctor.symptoms.snapshot import Snapshot
 
@@ -95,6 +95,8 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
                 return Observation(finding.id, sid, None, detail + ", marginal")
             return Observation(finding.id, sid, bool(hit), detail, hit)
         now, base = mean(cur.values()), mean(base_values.values())
+        if base <= 0 and now == base:   # zero before and after: nothing moved
+            return Observation(finding.id, sid, False, f"{sid} {_fmt(now, unit)} before and now")
         if base <= 0:   # a zero baseline has no scale: no ratio can be read from it
             return None
         ratio = _ratio(now, base)
@@ -116,14 +118,18 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         o = rule.outlier
         if len(cur) < o.min_peers:
             return None
-        flagged = robust_outliers(cur, o.direction, o.min_z, o.min_rel, o.min_peers)
-        med = median(cur.values())
+        if o.reference == "best":
+            flagged = best_peer_shortfalls(cur, o.direction, o.min_rel)
+            ref, ref_name = (max if o.direction == "low" else min)(cur.values()), "best peer"
+        else:
+            flagged = robust_outliers(cur, o.direction, o.min_z, o.min_rel, o.min_peers)
+            ref, ref_name = median(cur.values()), "peer median"
         if flagged:
             worst = sorted(flagged, key=flagged.get, reverse=True)
             shown = ", ".join(f"{e}={_fmt(cur[e], unit)}" for e in worst[:5]) + (" ..." if len(worst) > 5 else "")
-            detail = f"{sid} {o.direction} outlier vs peer median {_fmt(med, unit)}: {shown} ({len(worst)} of {len(cur)})"
+            detail = f"{sid} {o.direction} outlier vs {ref_name} {_fmt(ref, unit)}: {shown} ({len(worst)} of {len(cur)})"
         else:
-            detail = f"{sid}: no {o.direction} outlier among {len(cur)} (median {_fmt(med, unit)})"
+            detail = f"{sid}: no {o.direction} outlier among {len(cur)} ({ref_name} {_fmt(ref, unit)})"
         return Observation(finding.id, sid, bool(flagged), detail, sorted(flagged, key=flagged.get, reverse=True))
     if kind == "spread_above":
         if not entity_named or len(cur) < 2:

@@ -2,6 +2,16 @@
 import numpy as np
 
 
+def best_peer_shortfalls(values: dict, direction: str, min_rel: float) -> dict:
+    """Entities at least `min_rel` worse than the best peer (the highest for direction low), as {entity: shortfall}."""
+    if len(values) < 2:
+        return {}
+    best = max(values.values()) if direction == "low" else min(values.values())
+    scale = max(abs(best), 1e-12)
+    gap = {n: (best - v if direction == "low" else v - best) / scale for n, v in values.items()}
+    return {n: g for n, g in gap.items() if g >= min_rel}
+
+
 def robust_outliers(values: dict, direction: str, min_z: float, min_rel: float, min_peers: int) -> dict:
     """Entities whose value is far from their peers' median, as {entity: robust z}.
 

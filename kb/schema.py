@@ -27,11 +27,16 @@ class Translation(Entry):
 
 
 class Outlier(Entry):
-    """Robust peer test: |x - median| / (1.4826 * MAD) >= min_z and |x - median| / median >= min_rel."""
+    """Robust peer test: |x - median| / (1.4826 * MAD) >= min_z and |x - median| / median >= min_rel.
+
+    reference: best compares each entity with the best peer instead (identical hardware should show identical
+    link counts, PCIe generation and width, so any member below the best one is degraded, even half of them).
+    """
     direction: Literal["low", "high"]
     min_z: float = 3.5
     min_rel: float = 0.1
     min_peers: int = 3
+    reference: Literal["median", "best"] = "median"
 
 
 class FractionOf(Entry):
