@@ -62,3 +62,14 @@ def test_unknown_interconnect_is_a_warning_not_an_error(engine):
                   {"step_time_s": 0.5}, {"step_time_s": 0.8})
     assert any("unknown interconnect 'carrier pigeon'" in w for w in d.warnings)
     assert "scaleout_link_gbit_s" not in d.snapshot.current
+
+
+def test_half_the_gpus_without_nvlink_are_flagged_against_the_best_peer(engine):
+    links = {"gpu0": 0, "gpu1": 0, "gpu2": 12, "gpu3": 12}
+    d = _diagnose(engine, {"workload": "inference", "nodes": 1, "gpus_per_node": 4, "tp": 2}, {},
+                  {"nvlink_active_links": links})
+    obs = d.observations["nvlink_links_down"]
+    assert obs.present and obs.entities == ["gpu0", "gpu1"] and "best peer 12" in obs.detail
+    assert d.hypotheses[0].id == "nvlink_degradation"
+    healthy = _diagnose(engine, {"workload": "inference"}, {}, {"nvlink_active_links": {f"gpu{i}": 18 for i in range(8)}})
+    assert healthy.observations["nvlink_links_down"].present is False
