@@ -180,7 +180,7 @@ class RootCause(Entry):
     description: str
     bottlenecks: list[Bottleneck] = Field(min_length=1)
     layer: Layer
-    prior: Probability = Field(gt=0, lt=1)
+    prior: Probability = Field(gt=0, lt=1, description="P(this cause is active) in a regression under investigation")
     mechanisms: list[Effect] = Field(min_length=1)
     signatures: list[Effect] = []
     scope: Scope = Scope()
