@@ -378,7 +378,10 @@ def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
     rate = _signal(signals, "request_rate_rps")
     hit = _signal(signals, "prefix_cache_hit_rate") or 0.0
     prefill_obs = rate * prompt * (1 - min(hit, 1.0)) if rate is not None and prompt is not None else None
-    out.append(prefill_ceiling(m, gpu, gpus, prefill_obs))
+    if gpu.tensor_tflops is None:
+        warnings.append(f"prefill_tokens_per_s skipped: no citable 16-bit tensor peak for {gpu.title}")
+    else:
+        out.append(prefill_ceiling(m, gpu, gpus, prefill_obs))
     if m.kv_bytes_per_token is not None and m.weight_bytes is not None:
         util = _opt(context, "gpu_memory_utilization") or 0.9
         in_use = batch * ctx if batch is not None and ctx is not None else None
@@ -392,6 +395,9 @@ def _training(m, gpu, context, signals, warnings) -> list[Ceiling]:
     n_gpus = _opt(context, "gpus") or _opt(context, "world_size")
     if _skip(warnings, "train_step_time_floor_s", {"tokens_per_step (or global_batch_size and seq_len)": tokens,
                                                    "gpus": n_gpus}):
+        return []
+    if gpu.tensor_tflops is None:
+        warnings.append(f"train_step_time_floor_s skipped: no citable 16-bit tensor peak for {gpu.title}")
         return []
     return [training_step_ceiling(m, gpu, n_gpus, tokens, _signal(signals, "step_time_s", "max"))]
 

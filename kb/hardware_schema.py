@@ -26,6 +26,7 @@ class GpuSpec(Entry):
     fp16_dense_tflops: float | None = Field(None, gt=0)
     fp8_dense_tflops: float | None = Field(None, gt=0)
     nvlink_gb_s: float | None = Field(None, gt=0, description="total bidirectional per GPU")
+    nvlink_bridge_gb_s: float | None = Field(None, gt=0, description="NVLink bridge between a pair of PCIe cards, total bidirectional; None when no bridge exists")
     pcie_gen: int | None = Field(None, ge=3, le=6)
     pcie_gb_s: float | None = Field(None, gt=0, description="x16, per direction")
     pcie_datasheet_gb_s: float | None = Field(None, gt=0, description="datasheet figure, bidirectional")

@@ -74,7 +74,7 @@ def test_match_gpu(name, gpu_id):
     assert match_gpu(name).id == gpu_id
 
 
-@pytest.mark.parametrize("name", ["XYZ", "", "NVIDIA GeForce RTX 4090", "A100"])   # bare A100: 40 or 80 GB?
+@pytest.mark.parametrize("name", ["XYZ", "", "NVIDIA GeForce GTX 1080 Ti", "A100"])   # bare A100: 40 or 80 GB?
 def test_match_gpu_unknown(name):
     assert match_gpu(name) is None
 
