@@ -165,6 +165,21 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         now = {str(v) for v in cur.values()}
         detail = f"{sid} {', '.join(sorted(before))} -> {', '.join(sorted(now))}" if present else f"{sid} unchanged"
         return Observation(finding.id, sid, present, detail)
+    if kind == "left_baseline_value":
+        if sid not in snap.baseline:
+            return None
+        value = rule.left_baseline_value
+        base_values = _values(snap.baseline[sid])
+        common = [e for e in cur if e in base_values]
+        if common:
+            lost = [e for e in common if str(base_values[e]) == value and str(cur[e]) != value]
+        else:
+            lost = ["all"] if value in {str(v) for v in base_values.values()} and \
+                value not in {str(v) for v in cur.values()} else []
+        present = bool(lost)
+        now = ", ".join(sorted({str(v) for v in cur.values()}))
+        detail = f"{sid} was {value} in the baseline, now {now}" if present else f"{sid}: {value} not lost"
+        return Observation(finding.id, sid, present, detail, lost if entity_named and common else [])
     if kind == "equals":
         hit = [e for e, v in cur.items() if v == rule.equals]
         present = bool(hit)

@@ -104,7 +104,7 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
             kind = f.rule.kind
             bad = (kind in numeric and signal.kind in ("bool", "string", "list")) or \
                   (kind == "contains_any" and signal.kind != "list") or \
-                  (kind == "differs_from_baseline" and signal.kind not in ("bool", "string", "list"))
+                  (kind in ("differs_from_baseline", "left_baseline_value") and signal.kind not in ("bool", "string", "list"))
             if bad:
                 out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"'{kind}' does not apply to a {signal.kind} signal"))
             others = [f.rule.fraction_of.signal] if f.rule.fraction_of else \

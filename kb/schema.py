@@ -72,6 +72,7 @@ class Rule(Entry):
     tail_ratio_up: TailRatioUp | None = None
     spread_above: float | None = None
     differs_from_baseline: bool | None = None
+    left_baseline_value: str | None = None    # the baseline showed this value, the current no longer does
     parts_share: PartsShare | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
 

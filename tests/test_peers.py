@@ -37,6 +37,21 @@ def test_zero_baseline_gives_no_ratio_and_swapped_transports_are_a_change(kb):
     assert obs["nccl_transport_changed"].present
 
 
+def test_losing_a_baseline_value_is_its_own_finding(kb):
+    """NVLink P2P in the baseline and SHM now is a lost transport; one IPC path changing is not."""
+    def lost(baseline, current):
+        snap = parse_snapshot({"baseline": {"nccl_transport": baseline}, "current": {"nccl_transport": current}}, kb)
+        return evaluate(kb, snap).get("nccl_nvlink_transport_lost")
+
+    assert lost("P2P/NVLink", "SHM").present
+    assert lost({"node0": "P2P/NVLink", "node1": "P2P/NVLink"},
+                {"node0": "P2P/NVLink", "node1": "SHM"}).entities == ["node1"]
+    assert not lost("P2P/IPC", "SHM").present
+    assert not lost({"node0": "P2P/NVLink"}, {"node0": "P2P/NVLink"}).present
+    no_baseline = evaluate(kb, parse_snapshot({"current": {"nccl_transport": "SHM"}}, kb))
+    assert "nccl_nvlink_transport_lost" not in no_baseline
+
+
 def test_latency_split_points_outside_the_engine(engine):
     """TTFT up 6x with queue and prefill only 17% of it: the time is lost before or after the engine."""
     snap = parse_snapshot({"context": {"workload": "inference"}, "baseline": {"ttft_p50_s": 0.05},
