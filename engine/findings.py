@@ -35,6 +35,8 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
             continue
         for finding in signal.findings:
             obs = _evaluate_rule(kb, snap, sid, signal, finding)
+            if obs is not None and finding.rule.when is not None:
+                obs = _apply_condition(kb, snap, finding.rule.when, obs)
             if obs is not None:
                 out[finding.id] = obs
     if snap.changes is not None:
@@ -43,6 +45,19 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
             present = cid in snap.changes
             out[fid] = Observation(fid, "changes", present, "reported" if present else "not among the reported changes")
     return out
+
+
+def _apply_condition(kb, snap, cond, obs):
+    """A finding with `when` holds only while the other signal holds too; unknown while that one is unmeasured."""
+    if cond.signal not in snap.current:
+        return None
+    value = AGGREGATES[cond.aggregate](_values(snap.current[cond.signal]).values())
+    holds = value > cond.above if cond.above is not None else value < cond.below
+    bound = f"{'>' if cond.above is not None else '<'} {cond.above if cond.above is not None else cond.below:g}"
+    shown = f"{cond.signal} {_fmt(value, kb.signals[cond.signal].unit)} ({cond.aggregate})"
+    if not holds:
+        return Observation(obs.finding, obs.signal, False, f"{obs.detail}; but {shown} is not {bound}")
+    return Observation(obs.finding, obs.signal, obs.present, f"{obs.detail}; {shown} {bound}", obs.entities)
 
 
 def _ratio(now, base):
@@ -205,9 +220,11 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         ratios = {e: v / o for e, (v, o) in pairs.items() if o}
         if not ratios:
             return None
-        hit = [e for e, r in ratios.items() if r >= rule.fraction_of.above]
-        top = max(ratios, key=ratios.get)
-        detail = f"{sid}/{rule.fraction_of.signal} up to {ratios[top]:.2f}" + (f" on {top}" if entity_named else "")
+        f = rule.fraction_of
+        hit = [e for e, r in ratios.items() if (r >= f.above if f.above is not None else r < f.below)]
+        top = (max if f.above is not None else min)(ratios, key=ratios.get)
+        detail = f"{sid}/{f.signal} {'up' if f.above is not None else 'down'} to {ratios[top]:.2f}" + \
+            (f" on {top}" if entity_named else "")
         return Observation(finding.id, sid, bool(hit), detail, hit if entity_named else [])
     if kind == "tail_ratio_up":
         t = rule.tail_ratio_up

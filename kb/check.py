@@ -110,6 +110,11 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
             others = [f.rule.fraction_of.signal] if f.rule.fraction_of else \
                 [f.rule.tail_ratio_up.median_signal] if f.rule.tail_ratio_up else \
                 f.rule.parts_share.parts if f.rule.parts_share else []
+            if f.rule.when:
+                others = others + [f.rule.when.signal]
+                if f.rule.when.signal in kb.signals and kb.signals[f.rule.when.signal].kind in ("bool", "string", "list"):
+                    out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.when",
+                                     f"a condition needs a numeric signal, '{f.rule.when.signal}' is not"))
             for other in others:
                 if other not in kb.signals:
                     out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"unknown signal '{other}'"))

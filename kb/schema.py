@@ -40,9 +40,30 @@ class Outlier(Entry):
 
 
 class FractionOf(Entry):
-    """This signal divided by another signal of the same entity, compared with a bound."""
+    """This signal divided by another signal of the same entity, compared with a bound (above or below)."""
     signal: str
-    above: float
+    above: float | None = None
+    below: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self):
+        if (self.above is None) == (self.below is None):
+            raise ValueError("fraction_of needs exactly one of above or below")
+        return self
+
+
+class Condition(Entry):
+    """A second signal that must also hold for the finding: its aggregate above or below a bound."""
+    signal: str
+    above: float | None = None
+    below: float | None = None
+    aggregate: Literal["max", "min", "median", "mean"] = "max"
+
+    @model_validator(mode="after")
+    def _one_bound(self):
+        if (self.above is None) == (self.below is None):
+            raise ValueError("a condition needs exactly one of above or below")
+        return self
 
 
 class TailRatioUp(Entry):
@@ -56,6 +77,9 @@ class PartsShare(Entry):
     """Sum of other signals (the parts of this latency) over this signal; every part must be observed."""
     parts: list[str] = Field(min_length=1)
     below: float
+
+
+NOT_TESTS = {"aggregate", "when"}
 
 
 class Rule(Entry):
@@ -75,17 +99,18 @@ class Rule(Entry):
     left_baseline_value: str | None = None    # the baseline showed this value, the current no longer does
     parts_share: PartsShare | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
+    when: Condition | None = None    # the finding holds only while this other signal also holds
 
     @model_validator(mode="after")
     def _exactly_one(self):
-        tests = [k for k in type(self).model_fields if k != "aggregate" and getattr(self, k) is not None]
+        tests = [k for k in type(self).model_fields if k not in NOT_TESTS and getattr(self, k) is not None]
         if len(tests) != 1:
             raise ValueError(f"a rule needs exactly one test, got {tests or 'none'}")
         return self
 
     @property
     def kind(self) -> str:
-        return next(k for k in type(self).model_fields if k != "aggregate" and getattr(self, k) is not None)
+        return next(k for k in type(self).model_fields if k not in NOT_TESTS and getattr(self, k) is not None)
 
 
 class Finding(Entry):

@@ -61,3 +61,28 @@ def test_latency_split_points_outside_the_engine(engine):
     assert d.observations["ttft_mostly_outside_engine"].present
     assert "17% of ttft_p50_s" in d.observations["ttft_mostly_outside_engine"].detail
     assert {h.id for h in d.hypotheses[:2]} == {"gateway_saturation", "client_network_latency"}
+
+
+def test_a_condition_on_a_second_signal_gates_the_finding(kb):
+    """Requests waiting count as 'KV has room' only while KV usage is low; unknown until KV usage is measured."""
+    def obs(current):
+        return evaluate(kb, parse_snapshot({"current": current}, kb)).get("waiting_with_kv_room")
+
+    room = obs({"requests_waiting": 16, "kv_cache_usage": 0.15})
+    assert room.present and "kv_cache_usage 0.15" in room.detail
+    assert obs({"requests_waiting": 16, "kv_cache_usage": 0.95}).present is False
+    assert obs({"requests_waiting": 0, "kv_cache_usage": 0.15}).present is False
+    assert obs({"requests_waiting": 16}) is None
+
+
+def test_power_far_below_limit_while_util_reads_busy(kb):
+    def obs(util, power):
+        snap = parse_snapshot({"current": {"gpu_util": {"gpu0": util, "gpu1": util},
+                                           "power_w": {"gpu0": power, "gpu1": 650},
+                                           "power_limit_w": {"gpu0": 700, "gpu1": 700}}}, kb)
+        return evaluate(kb, snap)["power_low_while_busy"]
+
+    busy_cool = obs(0.97, 120)
+    assert busy_cool.present and busy_cool.entities == ["gpu0"]
+    assert not obs(0.97, 500).present
+    assert not obs(0.3, 120).present   # idle GPUs draw little power: nothing misleading about that
