@@ -65,6 +65,17 @@ def context_value(context: dict, expression: str):
     return values[0] / values[1] if values[1] else None
 
 
+def known_gpus(context: dict) -> int | None:
+    """How many GPUs (or replicas) the context says the job spans; None when it does not say."""
+    counts = [context.get(k) for k in ("gpus", "world_size", "replicas")]
+    if context.get("nodes") and context.get("gpus_per_node"):
+        counts.append(context["nodes"] * context["gpus_per_node"])
+    if context.get("tp"):
+        counts.append(context["tp"] * (context.get("pp") or 1) * (context.get("dp") or 1))
+    counts = [c for c in counts if isinstance(c, (int, float))]
+    return max(counts) if counts else None
+
+
 class Engine:
     """Loaded once (cold start): the KB, its compiled network and the precomputed inference tables."""
 
@@ -85,11 +96,12 @@ class Engine:
         link = match_interconnect(str(context["interconnect"])) if context.get("interconnect") else None
         no_nvlink = gpu is not None and not gpu.nvlink_gb_s and not getattr(gpu, "nvlink_bridge_gb_s", None)
         no_rdma = link is not None and link.kind == "ethernet"
+        units = known_gpus(context)
         for i, cid in enumerate(self.net.causes):
             scope = self.kb.root_causes[cid].scope
             if (workload and workload not in scope.workloads) or (nodes and nodes < scope.min_nodes) \
                     or (tp and tp < scope.min_tp) or (scope.needs_nvlink and no_nvlink) \
-                    or (scope.needs_rdma and no_rdma):
+                    or (scope.needs_rdma and no_rdma) or (units and units < scope.min_gpus):
                 prior[i] *= scope.outside
         return prior
 

@@ -195,6 +195,7 @@ class Scope(Entry):
     workloads: list[Literal["inference", "training"]] = ["inference", "training"]
     min_nodes: int = 1
     min_tp: int = 1
+    min_gpus: int = Field(1, description="GPUs (or replicas) the job must span: nothing is imbalanced or exchanged on one GPU")
     needs_nvlink: bool = Field(False, description="impossible on a GPU model with neither NVLink nor an NVLink bridge")
     needs_rdma: bool = Field(False, description="impossible when the scale-out interconnect is plain Ethernet (TCP)")
     outside: Probability = Field(0.02, gt=0, lt=1)

@@ -73,3 +73,17 @@ def test_half_the_gpus_without_nvlink_are_flagged_against_the_best_peer(engine):
     assert d.hypotheses[0].id == "nvlink_degradation"
     healthy = _diagnose(engine, {"workload": "inference"}, {}, {"nvlink_active_links": {f"gpu{i}": 18 for i in range(8)}})
     assert healthy.observations["nvlink_links_down"].present is False
+
+
+def test_one_gpu_rules_out_imbalance_and_gpu_to_gpu_traffic(engine):
+    """On a single GPU nothing is imbalanced across replicas and no TP, NVLink or KV-transfer traffic exists."""
+    multi_gpu_only = ["load_imbalance", "tensor_parallel_comm", "nvlink_degradation", "kv_transfer_bottleneck"]
+    idx = [engine.net.causes.index(c) for c in multi_gpu_only]
+    one = engine.priors({"workload": "inference", "nodes": 1, "gpus_per_node": 1})
+    eight = engine.priors({"workload": "inference", "nodes": 1, "gpus_per_node": 8})
+    unknown = engine.priors({"workload": "inference"})
+    for i in idx:
+        assert one[i] < 0.1 * eight[i]
+        assert eight[i] == unknown[i]
+    two_replicas_one_gpu = engine.priors({"workload": "inference", "gpus": 1, "replicas": 2})
+    assert two_replicas_one_gpu[engine.net.causes.index("load_imbalance")] == unknown[idx[0]]
