@@ -34,6 +34,13 @@ class Joint:
     evidence_prob: float   # P(all evidence)
     cause_post: np.ndarray  # (n_causes,)
     mech_post: np.ndarray   # (n_mech,)
+    mode_on: np.ndarray     # (n_modes,) P(evidence on the mode's findings | mode on)
+    mode_off: np.ndarray    # (n_modes,) the same with the mode off
+
+    def mode_given_cause(self, strength: np.ndarray) -> np.ndarray:
+        """P(mode on | its cause on, evidence) for every mode."""
+        on = strength * self.mode_on
+        return on / (on + (1 - strength) * self.mode_off)
 
 
 class ExactInference:
@@ -70,23 +77,44 @@ class ExactInference:
 
         `prior` replaces the network's cause priors for this query (context-dependent scope).
         """
-        D, J = self._cause_side(evidence, self.net.prior if prior is None else prior)
+        mode_on, mode_off = self.mode_likelihoods(evidence)
+        D, J = self._cause_side(evidence, self.net.prior if prior is None else prior, mode_on, mode_off)
         L = self.likelihood(evidence)
         pe = float(D @ L)
         if not pe > 0:
             raise ValueError("evidence has zero probability under the model")
         DL = D * L
-        return Joint(evidence, D, J, L, pe, (J.T @ L) / pe, (DL @ self.bits) / pe)
+        return Joint(evidence, D, J, L, pe, (J.T @ L) / pe, (DL @ self.bits) / pe, mode_on, mode_off)
 
-    def _cause_side(self, evidence, p):
+    def mode_of(self, k: int) -> int:
+        """Mode index of signature finding k, or -1."""
+        return int(self.net.sig_mode[k]) if len(self.net.sig_mode) else -1
+
+    def mode_likelihoods(self, evidence: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Per mode, P(evidence on its findings | mode on) and (| mode off): its findings have no other parent."""
+        on, off = np.ones(len(self.net.modes)), np.ones(len(self.net.modes))
+        for f, present in evidence.items():
+            k = self.sig_index.get(f)
+            if k is None or (m := self.mode_of(k)) < 0:
+                continue
+            q, q0 = self.q_sig[self.net.mode_cause[m], k], self.q0_sig[k]
+            on[m] *= (1.0 - q0 * q) if present else q0 * q
+            off[m] *= (1.0 - q0) if present else q0
+        return on, off
+
+    def _cause_side(self, evidence, p, mode_on, mode_off):
         """D(S) and J_i(S) with all signature evidence folded in (steps 2 and 3)."""
         u = np.ones_like(p)      # weight of "cause off"
         v = np.ones_like(p)      # weight of "cause on"
+        for m, i in enumerate(self.net.mode_cause):   # a mode is off while its cause is off
+            s = self.net.mode_strength[m]
+            u[i] *= mode_off[m]
+            v[i] *= s * mode_on[m] + (1 - s) * mode_off[m]
         const = 1.0
         expand = []              # present signature findings with several parents
         for f, present in evidence.items():
             k = self.sig_index.get(f)
-            if k is None:
+            if k is None or self.mode_of(k) >= 0:
                 continue
             parents = self.sig_parents[k]
             q, q0 = self.q_sig[:, k], self.q0_sig[k]

@@ -4,7 +4,7 @@ Two views of one model: `NoisyOrNetwork` holds the arrays perfdoctor's own exact
 (built at cold start, no pgmpy import), and `to_pgmpy` builds the same network as a pgmpy
 DiscreteBayesianNetwork for checking and for users who want pgmpy's tools.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,7 +19,8 @@ class NoisyOrNetwork:
 
     P(cause on) = prior. P(mechanism on | causes) = 1 - (1 - leak) * prod over active causes of (1 - s).
     Mechanism findings have mechanism parents only; signature findings have root-cause parents only
-    (`kb check` enforces this split, the inference relies on it).
+    (`kb check` enforces this split, the inference relies on it). A moded signature finding has one
+    parent, a cause-private mode: P(mode on | cause on) = mode_strength, off when the cause is off.
     """
     causes: list[str]
     prior: np.ndarray            # (n_causes,)
@@ -31,7 +32,11 @@ class NoisyOrNetwork:
     mech_finding: np.ndarray     # (n_mech, n_mf) strengths
     sig_findings: list[str]
     sig_leak: np.ndarray         # (n_sf,)
-    cause_sig: np.ndarray        # (n_causes, n_sf) strengths
+    cause_sig: np.ndarray        # (n_causes, n_sf) strengths; for a moded finding, P(finding | its mode)
+    modes: list[str] = field(default_factory=list)                        # "cause/mode"
+    mode_cause: np.ndarray = field(default_factory=lambda: np.zeros(0, int))  # (n_modes,) owning cause
+    mode_strength: np.ndarray = field(default_factory=lambda: np.zeros(0))    # (n_modes,) P(mode | cause)
+    sig_mode: np.ndarray = field(default_factory=lambda: np.zeros(0, int))    # (n_sf,) mode index or -1
 
     @property
     def findings(self) -> list[str]:
@@ -57,12 +62,27 @@ def compile_network(kb: KB) -> NoisyOrNetwork:
     for m in kb.mechanisms.values():
         for e in m.effects:
             mech_finding[mi[m.id], mfi[e.target]] = e.strength
+    modes, mode_cause, mode_strength = [], [], []
+    sig_mode = np.full(len(sig_targets), -1)
+    for c in causes:
+        rc = kb.root_causes[c]
+        index = {}
+        for m in rc.modes:
+            index[m.id] = len(modes)
+            modes.append(f"{c}/{m.id}")
+            mode_cause.append(ci[c])
+            mode_strength.append(m.strength)
+        for e in rc.signatures:
+            if e.mode is not None:
+                sig_mode[sfi[e.target]] = index[e.mode]
     return NoisyOrNetwork(
         causes=causes, prior=np.array([kb.root_causes[c].prior for c in causes]),
         mechanisms=mechs, mech_leak=np.array([kb.mechanisms[m].leak for m in mechs]), cause_mech=cause_mech,
         mech_findings=mech_targets, mech_finding_leak=np.array([kb.findings[f].leak for f in mech_targets]),
         mech_finding=mech_finding,
-        sig_findings=sig_targets, sig_leak=np.array([kb.findings[f].leak for f in sig_targets]), cause_sig=cause_sig)
+        sig_findings=sig_targets, sig_leak=np.array([kb.findings[f].leak for f in sig_targets]), cause_sig=cause_sig,
+        modes=modes, mode_cause=np.array(mode_cause, dtype=int), mode_strength=np.array(mode_strength),
+        sig_mode=sig_mode)
 
 
 def _noisy_or_cpd(TabularCPD, var, parents, strengths, leak):
@@ -89,16 +109,23 @@ def to_pgmpy(net: NoisyOrNetwork):
     for i, c in enumerate(net.causes):
         model.add_node(c)
         cpds.append(TabularCPD(c, 2, [[1 - net.prior[i]], [net.prior[i]]], state_names={c: [OFF, ON]}))
+    def add(child, names, strengths, leak):
+        model.add_node(child)
+        model.add_edges_from((p, child) for p in names)
+        cpds.append(_noisy_or_cpd(TabularCPD, child, names, list(strengths), leak))
+
+    for m, mode in enumerate(net.modes):
+        add(mode, [net.causes[net.mode_cause[m]]], [net.mode_strength[m]], 0.0)
     layers = [(net.mechanisms, net.causes, net.cause_mech, net.mech_leak),
               (net.mech_findings, net.mechanisms, net.mech_finding, net.mech_finding_leak),
               (net.sig_findings, net.causes, net.cause_sig, net.sig_leak)]
-    for children, parents, strengths, leaks in layers:
+    for layer, (children, parents, strengths, leaks) in enumerate(layers):
         for k, child in enumerate(children):
             rows = np.nonzero(strengths[:, k])[0]
-            names = [parents[r] for r in rows]
-            model.add_node(child)
-            model.add_edges_from((p, child) for p in names)
-            cpds.append(_noisy_or_cpd(TabularCPD, child, names, list(strengths[rows, k]), leaks[k]))
+            if layer == 2 and len(net.sig_mode) and net.sig_mode[k] >= 0:
+                add(child, [net.modes[net.sig_mode[k]]], strengths[rows, k], leaks[k])
+            else:
+                add(child, [parents[r] for r in rows], strengths[rows, k], leaks[k])
     model.add_cpds(*cpds)
     model.check_model()
     return model

@@ -137,7 +137,7 @@ def _gain(inf, joint, view, mech, sig):
     off_m = np.maximum((view.D @ cols) / pe - on_m, 0.0)
     # signature findings: mean field over the other parent causes
     if sig:
-        q = inf.q_sig[:, sig]                                    # (n_causes, k)
+        q = _effective_q(inf, joint, sig)                        # (n_causes, k)
         q0 = inf.q0_sig[sig]
         keep = 1 - post[:, None] * (1 - q)                       # E[q^C_i] per cause
         rest = np.prod(keep, axis=0)[None, :] / keep             # other causes
@@ -149,3 +149,17 @@ def _gain(inf, joint, view, mech, sig):
         on_m = (on_m[:, :, None] * p_on[:, None, :]).reshape(len(post), -1)
         off_m = (off_m[:, :, None] * p_off[:, None, :]).reshape(len(post), -1)
     return _mutual_information(post, on_m, off_m)
+
+
+def _effective_q(inf, joint, sig):
+    """P(f off | cause on) / P(f off | cause off) per cause; a moded finding goes through its mode's posterior."""
+    q = inf.q_sig[:, sig].copy()
+    if not len(inf.net.modes):
+        return q
+    given = joint.mode_given_cause(inf.net.mode_strength)
+    for col, k in enumerate(sig):
+        m = inf.mode_of(k)
+        if m >= 0:
+            i = inf.net.mode_cause[m]
+            q[i, col] = 1 - given[m] * (1 - q[i, col])
+    return q

@@ -188,6 +188,9 @@ class Engine:
             k = inf.sig_index.get(f)
             if k is None:
                 continue
+            if inf.mode_of(k) >= 0:
+                out[f] = self._without_moded(joint, k, v)
+                continue
             q, q0 = inf.q_sig[:, k], inf.q0_sig[k]
             keep = 1 - post * (1 - q)
             rest = np.prod(keep) / keep
@@ -196,6 +199,20 @@ class Engine:
             odds = post / np.maximum(1 - post, 1e-300) / lr
             out[f] = odds / (1 + odds)
         return out
+
+    def _without_moded(self, joint: Joint, k: int, present: bool) -> np.ndarray:
+        """P(cause | evidence without moded finding k): its likelihood ratio through its mode, for its cause only."""
+        inf, post = self.inference, joint.cause_post
+        m = inf.mode_of(k)
+        i, s = inf.net.mode_cause[m], inf.net.mode_strength[m]
+        q, q0 = inf.q_sig[i, k], inf.q0_sig[k]
+        if_on, if_off = ((1 - q0 * q), (1 - q0)) if present else (q0 * q, q0)
+        on, off = s * joint.mode_on[m] / if_on, (1 - s) * joint.mode_off[m] / if_off
+        r = on / (on + off)
+        lr = np.ones_like(post)
+        lr[i] = (r * if_on + (1 - r) * if_off) / if_off
+        odds = post / np.maximum(1 - post, 1e-300) / lr
+        return odds / (1 + odds)
 
     def _hypothesis(self, i, joint, observations, loo, mech_given) -> Hypothesis:
         kb, net = self.kb, self.net
@@ -222,10 +239,14 @@ class Engine:
             if seen and mech_given[j] >= CHAIN_MIN_PROBABILITY:
                 paths.append({"mechanism": mech.id, "title": mech.title, "strength": eff.strength,
                               "probability": round(float(mech_given[j]), 4), "findings": seen})
-        sigs = [self._finding_step(e.target, observations) for e in rc.signatures
-                if e.target in observations and observations[e.target].present]
-        if sigs:
-            paths.append({"mechanism": None, "title": "direct signature", "strength": None,
+        modes = {m.id: m for m in rc.modes}
+        groups = {}
+        for e in rc.signatures:
+            if e.target in observations and observations[e.target].present:
+                groups.setdefault(e.mode, []).append(self._finding_step(e.target, observations))
+        for mode, sigs in groups.items():
+            title = modes[mode].title if mode else "direct signature"
+            paths.append({"mechanism": None, "title": title, "strength": modes[mode].strength if mode else None,
                           "probability": None, "findings": sigs})
         return paths
 

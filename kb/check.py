@@ -31,6 +31,19 @@ def check_references(kb: KB, g: nx.DiGraph) -> list[Issue]:
         for i, eff in enumerate(rc.signatures):
             if eff.target not in kb.findings:
                 out.append(Issue(_file(kb, rc.id), rc.id, f"signatures[{i}].target", f"unknown finding '{eff.target}'"))
+        modes = {m.id for m in rc.modes}
+        for i, eff in enumerate(rc.signatures):
+            if eff.mode is not None and eff.mode not in modes:
+                out.append(Issue(_file(kb, rc.id), rc.id, f"signatures[{i}].mode", f"unknown mode '{eff.mode}'"))
+        for m in rc.modes:
+            if not any(e.mode == m.id for e in rc.signatures):
+                out.append(Issue(_file(kb, rc.id), rc.id, f"modes.{m.id}", "a mode needs at least one signature"))
+    for rc in kb.root_causes.values():
+        for i, eff in enumerate(rc.signatures):
+            others = [o.id for o in kb.root_causes.values() if o.id != rc.id and any(e.target == eff.target for e in o.signatures)]
+            if eff.mode is not None and others:
+                out.append(Issue(_file(kb, rc.id), rc.id, f"signatures[{i}]",
+                                 f"'{eff.target}' belongs to mode '{eff.mode}', so no other cause may claim it ({', '.join(others)})"))
     for mech in kb.mechanisms.values():
         for i, eff in enumerate(mech.effects):
             if eff.target not in kb.findings:

@@ -172,6 +172,19 @@ class Effect(Entry):
     """A causal edge with its noisy-OR strength: P(target | source alone active)."""
     target: str
     strength: Probability = Field(gt=0, lt=1)
+    mode: str | None = Field(None, description="signatures only: the mode of the cause this finding belongs to; "
+                                                "strength is then P(finding | that mode)")
+
+
+class Mode(Entry):
+    """One way a cause shows (a downtrained link, blocked peer-to-peer): its signatures come together or not at all.
+
+    P(mode | cause on) = strength; a mode's findings belong to this cause alone, so a cause with several modes
+    is not penalised for every mode it does not show.
+    """
+    id: str
+    title: str
+    strength: Probability = Field(gt=0, lt=1)
 
 
 class Mechanism(Entry):
@@ -210,6 +223,7 @@ class RootCause(Entry):
     prior: Probability = Field(gt=0, lt=1, description="P(this cause is active) in a regression under investigation")
     mechanisms: list[Effect] = Field(min_length=1)
     signatures: list[Effect] = []
+    modes: list[Mode] = []
     scope: Scope = Scope()
     localizes_to: EntityKind
     remedies: list[str] = Field(min_length=1)

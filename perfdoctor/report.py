@@ -58,6 +58,8 @@ def chain_line(h: Hypothesis, per_path: int = 3) -> str:
             seen += f"; +{len(steps) - per_path} more"
         if path["mechanism"]:
             lines.append(f"{h.id} -> {path['title']} (P={path['probability']:.2f}) -> {seen}")
+        elif path["strength"] is not None:   # a mode of the cause
+            lines.append(f"{h.id} -> {path['title']} -> {seen}")
         else:
             lines.append(f"{h.id} -> {seen}")
     return "\n".join(lines)

@@ -11,26 +11,31 @@ from perfdoctor.kb.loader import load_kb, require_valid
 
 
 def brute_force(net, evidence):
-    """P(cause on | evidence) by summing the full joint over every cause and mechanism state."""
-    nc, nm = len(net.causes), len(net.mechanisms)
+    """P(cause on | evidence) by summing the full joint over every cause, mode and mechanism state."""
+    nc, nm, nmode = len(net.causes), len(net.mechanisms), len(net.modes)
     num, total = np.zeros(nc), 0.0
     for c in itertools.product((0, 1), repeat=nc):
         pc = np.prod([net.prior[i] if c[i] else 1 - net.prior[i] for i in range(nc)])
-        for m in itertools.product((0, 1), repeat=nm):
-            p = pc
-            for j in range(nm):
-                off = (1 - net.mech_leak[j]) * np.prod([(1 - net.cause_mech[i, j]) ** c[i] for i in range(nc)])
-                p *= (1 - off) if m[j] else off
-            for f, present in evidence.items():
-                if f in net.mech_findings:
-                    k = net.mech_findings.index(f)
-                    off = (1 - net.mech_finding_leak[k]) * np.prod([(1 - net.mech_finding[j, k]) ** m[j] for j in range(nm)])
-                else:
-                    k = net.sig_findings.index(f)
-                    off = (1 - net.sig_leak[k]) * np.prod([(1 - net.cause_sig[i, k]) ** c[i] for i in range(nc)])
-                p *= (1 - off) if present else off
-            total += p
-            num += p * np.array(c)
+        for mode in itertools.product((0, 1), repeat=nmode):
+            on = [net.mode_strength[g] * c[net.mode_cause[g]] for g in range(nmode)]
+            pmode = pc * np.prod([on[g] if mode[g] else 1 - on[g] for g in range(nmode)])
+            for m in itertools.product((0, 1), repeat=nm):
+                p = pmode
+                for j in range(nm):
+                    off = (1 - net.mech_leak[j]) * np.prod([(1 - net.cause_mech[i, j]) ** c[i] for i in range(nc)])
+                    p *= (1 - off) if m[j] else off
+                for f, present in evidence.items():
+                    if f in net.mech_findings:
+                        k = net.mech_findings.index(f)
+                        off = (1 - net.mech_finding_leak[k]) * np.prod([(1 - net.mech_finding[j, k]) ** m[j] for j in range(nm)])
+                    else:
+                        k = net.sig_findings.index(f)
+                        g = net.sig_mode[k]
+                        parents_on = [mode[g]] * nc if g >= 0 else c
+                        off = (1 - net.sig_leak[k]) * np.prod([(1 - net.cause_sig[i, k]) ** parents_on[i] for i in range(nc)])
+                    p *= (1 - off) if present else off
+                total += p
+                num += p * np.array(c)
     return num / total
 
 
@@ -42,6 +47,9 @@ EVIDENCE = [
     {"errors_present": True, "changed_driver_upgrade": True},
     {"errors_present": False, "changed_driver_upgrade": True, "latency_up": True},
     {"errors_present": True, "changed_driver_upgrade": False, "util_low": True, "latency_up": False},
+    {"temp_high": True, "latency_up": True},
+    {"temp_high": False, "temp_very_high": False, "errors_present": True},
+    {"temp_high": True, "temp_very_high": False, "util_low": True, "changed_driver_upgrade": True},
 ]
 
 
@@ -93,3 +101,15 @@ def test_several_causes_can_be_active(tiny):
     post = inf.query({"latency_up": True, "util_low": True, "errors_present": True,
                       "changed_driver_upgrade": True}).cause_post
     assert post.sum() > 1.0
+
+
+def test_leaving_out_a_moded_finding_equals_a_query_without_it():
+    """A moded finding has one parent, its cause's private mode: its cause's leave-one-out value is exact."""
+    from perfdoctor.engine.rank import Engine
+    engine = Engine(require_valid(load_kb(TINY_KB)))
+    evidence = {"temp_high": True, "temp_very_high": False, "latency_up": True, "errors_present": False}
+    loo = engine._leave_one_out(engine.inference.query(evidence))
+    for f in ("temp_high", "temp_very_high"):
+        rest = {k: v for k, v in evidence.items() if k != f}
+        fault = engine.net.causes.index("fault")
+        assert loo[f][fault] == pytest.approx(engine.inference.query(rest).cause_post[fault], rel=1e-9)
