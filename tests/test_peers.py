@@ -86,3 +86,13 @@ def test_power_far_below_limit_while_util_reads_busy(kb):
     assert busy_cool.present and busy_cool.entities == ["gpu0"]
     assert not obs(0.97, 500).present
     assert not obs(0.3, 120).present   # idle GPUs draw little power: nothing misleading about that
+
+
+def test_tensor_cores_going_idle_counts_only_while_sms_stay_busy(kb):
+    def obs(sm_now):
+        snap = parse_snapshot({"baseline": {"tensor_active": 0.42, "sm_active": 0.85},
+                               "current": {"tensor_active": 0.02, "sm_active": sm_now}}, kb)
+        return evaluate(kb, snap)["tensor_active_down_sm_busy"]
+
+    assert obs(0.9).present            # same busy SMs, no tensor cores: FP32 or a non-tensor kernel path
+    assert obs(0.1).present is False   # everything went idle: a stall, not a precision change
