@@ -9,6 +9,7 @@ from perfdoctor.kb.loader import KB, change_finding_id
 
 MAX_MECH_FINDINGS = 4     # outcome combinations grow as 2^k: keep the most informative findings
 MAX_SIG_FINDINGS = 8
+HANDOFF_MIN = 5.0         # every probe also costs a hand-off: find who has access, run it, paste the output back
 
 
 @dataclass
@@ -24,7 +25,8 @@ class ProbeSuggestion:
 
     @property
     def score(self) -> float:
-        return self.gain_bits / self.cost
+        """Expected bits per minute, counting the probe's own minutes plus the hand-off every probe costs."""
+        return self.gain_bits / (self.cost + HANDOFF_MIN)
 
 
 def probe_findings(kb: KB, inf: ExactInference, signals: list[str]) -> list[str]:
@@ -51,7 +53,8 @@ def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str],
        several causes can be active, so each cause's own uncertainty counts.
     4. Mechanism findings are handled exactly (through the enumerated mechanism states); cause-level
        signature findings use the current posterior of their other parent causes (mean field).
-    5. Score = gain / cost in minutes; disruptive probes are not penalised here but are marked.
+    5. Score = gain / (cost + HANDOFF_MIN) in minutes: a 1-minute probe is not five times cheaper than a
+       5-minute one once someone has to run it and paste the output; disruptive probes are marked, not penalised.
     """
     view = _support(inf, joint)
     out = []
