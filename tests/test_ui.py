@@ -316,3 +316,16 @@ def test_diagnose_page_shows_observed_vs_ceiling_bars(monkeypatch):
     assert ranking(at)[0] == "decode_memory_bound"
     shares = {row["ceiling"]: row["share"] for f in chart_frames(at) if "share" in f for row in f.to_dict("records")}
     assert shares["Decode throughput ceiling per replica (HBM bandwidth)"] == pytest.approx(0.811, abs=0.001)
+
+
+def test_chain_dot_draws_a_cause_mode(engine):
+    """A moded signature hangs off its mode, not straight off the cause."""
+    snap = parse_snapshot({"context": {"workload": "training", "gpu": "H100-SXM", "nodes": 1, "gpus_per_node": 8},
+                           "current": {"step_time_s": 3.0, "temp_c": {f"gpu{i}": 60 for i in range(7)} | {"gpu7": 92},
+                                       "sm_clock_mhz": {f"gpu{i}": 1980 for i in range(7)} | {"gpu7": 1100}},
+                           "baseline": {"step_time_s": 2.0}}, engine.kb)
+    d = engine.diagnose(snap, with_probes=False)
+    h = next(h for h in d.hypotheses if h.id == "gpu_throttling")
+    dot = chain_dot(h)
+    assert '"gpu_throttling" -> "mode:gpu_throttling:the GPU runs hot"' in dot
+    assert '"mode:gpu_throttling:the GPU runs hot" -> "f:temp_gpu_high"' in dot

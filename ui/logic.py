@@ -91,7 +91,7 @@ def _q(text) -> str:
 
 
 def chain_dot(h) -> str:
-    """DOT of a hypothesis' causal chain: cause -> mechanism (P) -> observed finding."""
+    """DOT of a hypothesis' causal chain: cause -> mechanism (P) or mode -> observed finding."""
     lines = ["digraph chain {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=10];',
              f'  "{_q(h.id)}" [shape=box, style=filled, fillcolor="#fde2e2", label="{_q(h.title)}"];']
     for path in h.chain:
@@ -100,6 +100,10 @@ def chain_dot(h) -> str:
             src = "m:" + path["mechanism"]
             lines.append(f'  "{_q(src)}" [shape=ellipse, label="{_q(path["title"])}\\nP={path["probability"]:.2f}"];')
             lines.append(f'  "{_q(h.id)}" -> "{_q(src)}" [label="{path["strength"]:.2f}"];')
+        elif path["strength"] is not None:   # a mode of the cause
+            src = "mode:" + h.id + ":" + path["title"]
+            lines.append(f'  "{_q(src)}" [shape=ellipse, style=dashed, label="{_q(path["title"])}"];')
+            lines.append(f'  "{_q(h.id)}" -> "{_q(src)}" [style=dashed, label="{path["strength"]:.2f}"];')
         for step in path["findings"]:
             fid = "f:" + step["id"]
             lines.append(f'  "{_q(fid)}" [shape=note, label="{_q(step["title"])}\\n{_q(step["observed"])}"];')
