@@ -124,3 +124,14 @@ def test_finding_cannot_be_both_effect_and_signature(kb_copy):
     path = kb_copy / "root_causes" / "load_surge.yaml"
     path.write_text(path.read_text().replace("target: request_rate_up", "target: waiting_up"))
     assert any("waiting_up: finding is both a mechanism effect and a root-cause signature" in m for m in _messages(kb_copy))
+
+
+def test_modes_must_exist_and_own_their_findings(kb_copy):
+    path = kb_copy / "root_causes" / "pcie_link_degradation.yaml"
+    path.write_text(path.read_text().replace("mode: width_downtrained", "mode: width_downtraind", 1))
+    other = kb_copy / "root_causes" / "nvlink_degradation.yaml"
+    other.write_text(other.read_text().replace("- target: xid_present\n", "- target: pcie_gen_down\n", 1))
+    msgs = _messages(kb_copy)
+    assert any("pcie_link_degradation:" in m and ".mode: unknown mode 'width_downtraind'" in m for m in msgs)
+    assert any("'pcie_gen_down' belongs to mode 'gen_downtrained', so no other cause may claim it (nvlink_degradation)"
+               in m for m in msgs)
