@@ -185,12 +185,12 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
             return None
         value = rule.left_baseline_value
         base_values = _values(snap.baseline[sid])
+        shows = lambda v: value in map(str, v) if isinstance(v, list) else str(v) == value   # noqa: E731
         common = [e for e in cur if e in base_values]
         if common:
-            lost = [e for e in common if str(base_values[e]) == value and str(cur[e]) != value]
+            lost = [e for e in common if shows(base_values[e]) and not shows(cur[e])]
         else:
-            lost = ["all"] if value in {str(v) for v in base_values.values()} and \
-                value not in {str(v) for v in cur.values()} else []
+            lost = ["all"] if any(map(shows, base_values.values())) and not any(map(shows, cur.values())) else []
         present = bool(lost)
         now = ", ".join(sorted({str(v) for v in cur.values()}))
         detail = f"{sid} was {value} in the baseline, now {now}" if present else f"{sid}: {value} not lost"

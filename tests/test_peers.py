@@ -96,3 +96,18 @@ def test_tensor_cores_going_idle_counts_only_while_sms_stay_busy(kb):
 
     assert obs(0.9).present            # same busy SMs, no tensor cores: FP32 or a non-tensor kernel path
     assert obs(0.1).present is False   # everything went idle: a stall, not a precision change
+
+
+def test_left_baseline_value_reads_list_signals_as_membership(kb):
+    from perfdoctor.engine.findings import _evaluate_rule
+    from perfdoctor.kb.schema import Finding, Rule
+    sig = kb.signals["throttle_reasons"]
+    rule = Finding(id="sw_power_cap_gone", title="t", rule=Rule(left_baseline_value="sw_power_cap"), leak=0.01)
+
+    def lost(now):
+        snap = parse_snapshot({"baseline": {"throttle_reasons": {"gpu0": ["sw_power_cap"]}},
+                               "current": {"throttle_reasons": {"gpu0": now}}}, kb)
+        return _evaluate_rule(kb, snap, "throttle_reasons", sig, rule).present
+
+    assert lost([]) and lost(["hw_slowdown"])
+    assert not lost(["sw_power_cap", "hw_slowdown"])
