@@ -1,0 +1,32 @@
+"""The case writer's tools: the format check and the vocabulary dump."""
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def run(*args):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+def test_check_case_passes_a_library_case_and_names_each_problem(tmp_path):
+    good = REPO / "cases" / "08_vllm_ttft_grows_with_request_rate.yaml"
+    bad = tmp_path / "999_bad.yaml"
+    bad.write_text(good.read_text().replace("root_cause: load_surge", "root_cause: load_surges")
+                   .replace("initial: [ttft_p50_s, ttft_p99_s]", "initial: [itl_p50_s]"))
+    ok = run("scripts/check_case.py", str(good))
+    assert ok.returncode == 0 and ok.stdout.strip().endswith(": OK")
+    out = run("scripts/check_case.py", str(bad))
+    assert out.returncode == 1
+    assert "id '08_vllm_ttft_grows_with_request_rate' is not the file name '999_bad'" in out.stdout
+    assert "unknown root cause 'load_surges'" in out.stdout
+    assert "initial itl_p50_s is not in current" in out.stdout
+    assert "source also used by 08_vllm_ttft_grows_with_request_rate.yaml" in out.stdout
+
+
+def test_case_vocab_lists_signals_and_causes_but_no_strengths():
+    out = run("scripts/case_vocab.py")
+    assert out.returncode == 0
+    assert "- requests_waiting [requests, number, per replica]" in out.stdout
+    assert "- load_surge: Load surge." in out.stdout
+    assert "strength:" not in out.stdout and "prior:" not in out.stdout and "leak" not in out.stdout
