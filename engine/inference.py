@@ -7,7 +7,9 @@ Method
    zeta(S) = P(no mechanism outside S is on, signature evidence) factorizes over causes:
    prod_i [(1 - p_i) u_i + p_i v_i A_i(S)], where A_i(S) = P(cause i turns on nothing outside S).
    Evidence on signature findings (cause-level findings) enters as the per-cause weights u_i, v_i;
-   a present finding with several cause parents is expanded by inclusion-exclusion.
+   a present finding with several cause parents is expanded by inclusion-exclusion. Findings of a
+   cause-private mode (P(mode | cause on) = s, off with the cause) fold into that cause's weights as
+   u_i *= P(e | mode off), v_i *= s P(e | mode on) + (1 - s) P(e | mode off): exact, nothing enumerated.
 3. A Moebius transform over the subset lattice turns zeta into P(S, evidence), and the same for
    P(cause i on, S, evidence) for every i at once.
 4. Mechanism findings depend on S only: their likelihood L(S) is a product of precomputed columns.
