@@ -39,8 +39,8 @@ class Outlier(Entry):
     reference: Literal["median", "best"] = "median"
 
 
-class FractionOf(Entry):
-    """This signal divided by another signal of the same entity, compared with a bound (above or below)."""
+class SignalBound(Entry):
+    """Another signal compared with exactly one bound: above or below."""
     signal: str
     above: float | None = None
     below: float | None = None
@@ -48,22 +48,17 @@ class FractionOf(Entry):
     @model_validator(mode="after")
     def _one_bound(self):
         if (self.above is None) == (self.below is None):
-            raise ValueError("fraction_of needs exactly one of above or below")
+            raise ValueError("needs exactly one of above or below")
         return self
 
 
-class Condition(Entry):
-    """A second signal that must also hold for the finding: its aggregate above or below a bound."""
-    signal: str
-    above: float | None = None
-    below: float | None = None
+class FractionOf(SignalBound):
+    """This signal divided by `signal` of the same entity, compared with the bound."""
+
+
+class Condition(SignalBound):
+    """A second signal that must also hold for the finding: its aggregate compared with the bound."""
     aggregate: Literal["max", "min", "median", "mean"] = "max"
-
-    @model_validator(mode="after")
-    def _one_bound(self):
-        if (self.above is None) == (self.below is None):
-            raise ValueError("a condition needs exactly one of above or below")
-        return self
 
 
 class TailRatioUp(Entry):

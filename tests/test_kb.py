@@ -135,3 +135,11 @@ def test_modes_must_exist_and_own_their_findings(kb_copy):
     assert any("pcie_link_degradation:" in m and ".mode: unknown mode 'width_downtraind'" in m for m in msgs)
     assert any("'pcie_gen_down' belongs to mode 'gen_downtrained', so no other cause may claim it (nvlink_degradation)"
                in m for m in msgs)
+
+
+def test_a_bound_needs_exactly_one_side(kb_copy):
+    path = kb_copy / "signals" / "gpu.yaml"
+    path.write_text(path.read_text().replace("{fraction_of: {signal: power_limit_w, below: 0.35}",
+                                             "{fraction_of: {signal: power_limit_w, below: 0.35, above: 0.9}", 1))
+    assert any("gpu.yaml" in m and "fraction_of" in m and "needs exactly one of above or below" in m
+               for m in _messages(kb_copy))
