@@ -37,6 +37,11 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
             obs = _evaluate_rule(kb, snap, sid, signal, finding)
             if obs is not None and finding.rule.when is not None:
                 obs = _apply_condition(kb, snap, finding.rule.when, obs)
+            moot = sorted(set(finding.rule.unless_changed or []) & set(snap.changes or []))
+            if obs is not None and moot:
+                obs = Observation(obs.finding, obs.signal, None,
+                                  f"{obs.detail}; not compared with the baseline: the reported change "
+                                  f"{', '.join(moot)} explains the difference")
             if obs is not None:
                 out[finding.id] = obs
     if snap.changes is not None:

@@ -74,7 +74,7 @@ class PartsShare(Entry):
     below: float
 
 
-NOT_TESTS = {"aggregate", "when"}
+NOT_TESTS = {"aggregate", "when", "unless_changed"}
 
 
 class Rule(Entry):
@@ -95,6 +95,7 @@ class Rule(Entry):
     parts_share: PartsShare | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
     when: Condition | None = None    # the finding holds only while this other signal also holds
+    unless_changed: list[str] | None = None   # a baseline comparison these reported changes make moot
 
     @model_validator(mode="after")
     def _exactly_one(self):

@@ -143,3 +143,10 @@ def test_a_bound_needs_exactly_one_side(kb_copy):
                                              "{fraction_of: {signal: power_limit_w, below: 0.35, above: 0.9}", 1))
     assert any("gpu.yaml" in m and "fraction_of" in m and "needs exactly one of above or below" in m
                for m in _messages(kb_copy))
+
+
+def test_unless_changed_names_a_known_change(kb_copy):
+    net = kb_copy / "signals" / "network.yaml"
+    net.write_text(net.read_text().replace("unless_changed: [nodes_added]}", "unless_changed: [nodes_grown]}", 1))
+    assert any(m.endswith("findings.nccl_transport_changed.rule.unless_changed: unknown change 'nodes_grown'")
+               for m in _messages(kb_copy)), _messages(kb_copy)

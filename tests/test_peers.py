@@ -52,6 +52,17 @@ def test_losing_a_baseline_value_is_its_own_finding(kb):
     assert "nccl_nvlink_transport_lost" not in no_baseline
 
 
+def test_a_reported_change_that_explains_the_difference_makes_the_comparison_moot(kb):
+    """One node (NVLink) before, two nodes (NET) now: the transport differs because nodes were added."""
+    raw = {"baseline": {"nccl_transport": "P2P/NVLink"}, "current": {"nccl_transport": "NET/Socket"}}
+    grown = evaluate(kb, parse_snapshot({**raw, "changes": ["nodes_added"]}, kb))
+    for fid in ("nccl_nvlink_transport_lost", "nccl_transport_changed"):
+        assert grown[fid].present is None and "nodes_added explains" in grown[fid].detail
+    assert grown["nccl_socket_transport"].present      # the current value itself still counts
+    same_nodes = evaluate(kb, parse_snapshot({**raw, "changes": ["driver_upgrade"]}, kb))
+    assert same_nodes["nccl_nvlink_transport_lost"].present and same_nodes["nccl_transport_changed"].present
+
+
 def test_latency_split_points_outside_the_engine(engine):
     """TTFT up 6x with queue and prefill only 17% of it: the time is lost before or after the engine."""
     snap = parse_snapshot({"context": {"workload": "inference"}, "baseline": {"ttft_p50_s": 0.05},
