@@ -122,3 +122,13 @@ def test_left_baseline_value_reads_list_signals_as_membership(kb):
 
     assert lost([]) and lost(["hw_slowdown"])
     assert not lost(["sw_power_cap", "hw_slowdown"])
+
+
+def test_the_rank_the_others_wait_for_waits_least(kb):
+    """Straggler signature from per-rank traces: three ranks spend ~40% in collectives, rank1 only 8%."""
+    snap = parse_snapshot({"current": {"comm_time_frac": {"rank0": 0.4, "rank1": 0.08, "rank2": 0.42,
+                                                          "rank3": 0.41}}}, kb)
+    obs = evaluate(kb, snap)["comm_share_rank_low"]
+    assert obs.present and obs.entities == ["rank1"]
+    even = parse_snapshot({"current": {"comm_time_frac": {"rank0": 0.4, "rank1": 0.38, "rank2": 0.42}}}, kb)
+    assert not evaluate(kb, even)["comm_share_rank_low"].present
