@@ -1,12 +1,16 @@
 """Turn a snapshot's signal values into present / absent findings, with the values and entities behind them."""
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import mean, median
 
 from perfdoctor.engine.peers import best_peer_shortfalls, robust_outliers
 from perfdoctor.kb.loader import KB, change_finding_id
 from perfdoctor.symptoms.snapshot import Snapshot
 
+
+# Rules that compare the current value with the baseline; every other rule reads a state, and a state that
+# held in the healthy baseline too says nothing about what changed.
+BASELINE_RULES = {"ratio_up", "ratio_down", "tail_ratio_up", "differs_from_baseline", "left_baseline_value"}
 
 # A ratio rule reads a change smaller than the threshold but larger than this share of it (in log space) as
 # marginal: neither present nor absent. A 12 % drop against a 15 % threshold is weak evidence for the
@@ -34,9 +38,12 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
         if sid not in snap.current:
             continue
         for finding in signal.findings:
-            obs = _evaluate_rule(kb, snap, sid, signal, finding)
-            if obs is not None and finding.rule.when is not None:
-                obs = _apply_condition(kb, snap, finding.rule.when, obs)
+            obs = _evaluate(kb, snap, sid, signal, finding)
+            if obs is not None and obs.present and sid in snap.baseline and finding.rule.kind not in BASELINE_RULES:
+                before = _evaluate(kb, replace(snap, current=snap.baseline, baseline={}), sid, signal, finding)
+                if before is not None and before.present:
+                    obs = Observation(obs.finding, obs.signal, None,
+                                      f"{obs.detail}; held in the baseline too, so not evidence of what changed")
             moot = sorted(set(finding.rule.unless_changed or []) & set(snap.changes or []))
             if obs is not None and moot:
                 obs = Observation(obs.finding, obs.signal, None,
@@ -50,6 +57,13 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
             present = cid in snap.changes
             out[fid] = Observation(fid, "changes", present, "reported" if present else "not among the reported changes")
     return out
+
+
+def _evaluate(kb, snap, sid, signal, finding):
+    obs = _evaluate_rule(kb, snap, sid, signal, finding)
+    if obs is not None and finding.rule.when is not None:
+        obs = _apply_condition(kb, snap, finding.rule.when, obs)
+    return obs
 
 
 def _apply_condition(kb, snap, cond, obs):

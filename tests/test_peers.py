@@ -132,3 +132,13 @@ def test_the_rank_the_others_wait_for_waits_least(kb):
     assert obs.present and obs.entities == ["rank1"]
     even = parse_snapshot({"current": {"comm_time_frac": {"rank0": 0.4, "rank1": 0.38, "rank2": 0.42}}}, kb)
     assert not evaluate(kb, even)["comm_share_rank_low"].present
+
+
+def test_a_state_that_held_in_the_baseline_too_is_not_evidence(kb):
+    """GPU util 97% before and 95% now: a busy GPU is how this service always runs, not what changed."""
+    busy = evaluate(kb, parse_snapshot({"baseline": {"gpu_util": 0.97}, "current": {"gpu_util": 0.95}}, kb))
+    assert busy["gpu_util_high"].present is None and "held in the baseline too" in busy["gpu_util_high"].detail
+    new = evaluate(kb, parse_snapshot({"baseline": {"gpu_util": 0.6}, "current": {"gpu_util": 0.95}}, kb))
+    assert new["gpu_util_high"].present
+    no_baseline = evaluate(kb, parse_snapshot({"current": {"gpu_util": 0.95}}, kb))
+    assert no_baseline["gpu_util_high"].present
