@@ -113,6 +113,10 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         if sid not in snap.baseline:
             return None
         base_values = _values(snap.baseline[sid])
+        label = sid
+        if rule.complement:   # compare what is left: misses (1 - hit rate) are the prefill work still done
+            cur, base_values = ({e: 1 - v for e, v in d.items()} for d in (cur, base_values))
+            label = f"1 - {sid}"
         threshold = rule.ratio_up if kind == "ratio_up" else rule.ratio_down
         moved = lambda r: r >= threshold if kind == "ratio_up" else r <= threshold
         marginal = lambda r: 0 < r < math.inf and abs(math.log(r)) >= MARGINAL_SHARE * abs(math.log(threshold)) \
@@ -123,18 +127,18 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
             ratios = {e: _ratio(cur[e], base_values[e]) for e in common}
             hit = [e for e in common if moved(ratios[e])]
             worst = max(common, key=lambda e: abs(math.log(ratios[e])) if 0 < ratios[e] < math.inf else math.inf)
-            detail = f"{sid} on {worst} {_fmt(base_values[worst], unit)} -> {_fmt(cur[worst], unit)} " \
+            detail = f"{label} on {worst} {_fmt(base_values[worst], unit)} -> {_fmt(cur[worst], unit)} " \
                      f"(x{ratios[worst]:.2f}; {len(hit)} of {len(common)} moved)"
             if not hit and any(marginal(r) for r in ratios.values()):
                 return Observation(finding.id, sid, None, detail + ", marginal")
             return Observation(finding.id, sid, bool(hit), detail, hit)
         now, base = mean(cur.values()), mean(base_values.values())
         if base <= 0 and now == base:   # zero before and after: nothing moved
-            return Observation(finding.id, sid, False, f"{sid} {_fmt(now, unit)} before and now")
+            return Observation(finding.id, sid, False, f"{label} {_fmt(now, unit)} before and now")
         if base <= 0:   # a zero baseline has no scale: no ratio can be read from it
             return None
         ratio = _ratio(now, base)
-        detail = f"{sid} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
+        detail = f"{label} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
         if not moved(ratio) and marginal(ratio):
             return Observation(finding.id, sid, None, detail + ", marginal")
         return Observation(finding.id, sid, moved(ratio), detail)

@@ -128,6 +128,9 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
                 if f.rule.when.signal in kb.signals and kb.signals[f.rule.when.signal].kind in ("bool", "string", "list"):
                     out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.when",
                                      f"a condition needs a numeric signal, '{f.rule.when.signal}' is not"))
+            if f.rule.complement and (kind not in ("ratio_up", "ratio_down") or signal.kind != "fraction"):
+                out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.complement",
+                                 "complement applies to a ratio rule on a fraction signal"))
             for change in f.rule.unless_changed or []:
                 if change not in kb.changes:
                     out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.unless_changed",

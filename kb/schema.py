@@ -74,7 +74,7 @@ class PartsShare(Entry):
     below: float
 
 
-NOT_TESTS = {"aggregate", "when", "unless_changed"}
+NOT_TESTS = {"aggregate", "when", "unless_changed", "complement"}
 
 
 class Rule(Entry):
@@ -96,6 +96,7 @@ class Rule(Entry):
     aggregate: Literal["max", "min", "median", "mean"] | None = None
     when: Condition | None = None    # the finding holds only while this other signal also holds
     unless_changed: list[str] | None = None   # a baseline comparison these reported changes make moot
+    complement: bool | None = None   # ratio rules on a fraction compare 1 - value (a miss rate, not a hit rate)
 
     @model_validator(mode="after")
     def _exactly_one(self):

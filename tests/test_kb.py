@@ -150,3 +150,10 @@ def test_unless_changed_names_a_known_change(kb_copy):
     net.write_text(net.read_text().replace("unless_changed: [nodes_added]}", "unless_changed: [nodes_grown]}", 1))
     assert any(m.endswith("findings.nccl_transport_changed.rule.unless_changed: unknown change 'nodes_grown'")
                for m in _messages(kb_copy)), _messages(kb_copy)
+
+
+def test_complement_needs_a_ratio_rule_on_a_fraction(kb_copy):
+    svc = kb_copy / "signals" / "service.yaml"
+    svc.write_text(svc.read_text().replace("rule: {ratio_down: 0.75}", "rule: {ratio_down: 0.75, complement: true}", 1))
+    assert any("findings.running_batch_down.rule.complement: complement applies to a ratio rule on a fraction signal"
+               in m for m in _messages(kb_copy)), _messages(kb_copy)

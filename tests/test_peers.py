@@ -142,3 +142,15 @@ def test_a_state_that_held_in_the_baseline_too_is_not_evidence(kb):
     assert new["gpu_util_high"].present
     no_baseline = evaluate(kb, parse_snapshot({"current": {"gpu_util": 0.95}}, kb))
     assert no_baseline["gpu_util_high"].present
+
+
+def test_prefix_cache_compares_misses_not_hits(kb):
+    """96% -> 90% hits is 2.5x the prefill work; 20% -> 15% hits barely changes it."""
+    def hit_drop(before, now):
+        snap = parse_snapshot({"baseline": {"prefix_cache_hit_rate": before},
+                               "current": {"prefix_cache_hit_rate": now}}, kb)
+        return evaluate(kb, snap)["prefix_hit_rate_down"]
+    high = hit_drop(0.96, 0.90)
+    assert high.present and "1 - prefix_cache_hit_rate" in high.detail
+    assert not hit_drop(0.2, 0.15).present
+    assert hit_drop(0.8, 0.4).present
