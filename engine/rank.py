@@ -127,6 +127,7 @@ class Engine:
                              f"(check context.tp, gpus_per_replica, replicas); {sid} not used")
                 continue
             derived[sid] = c.fraction_of_ceiling
+        derived_before = self._baseline_ceilings(snap)
         for sid, signal in self.kb.signals.items():
             if signal.from_context and sid not in snap.current:
                 value = context_value(snap.context, signal.from_context)
@@ -137,7 +138,26 @@ class Engine:
             notes.append(f"unknown interconnect {str(name)!r} (context.interconnect): facts and ceilings that need "
                          "its bandwidth are skipped")
         warnings = [n for n in notes if n.startswith(("unknown GPU", "unknown interconnect")) or "the context is off" in n]
-        return replace(snap, current={**snap.current, **derived}), ceilings, warnings
+        baseline = {**snap.baseline, **{k: v for k, v in derived_before.items() if k in derived}}
+        return replace(snap, current={**snap.current, **derived}, baseline=baseline), ceilings, warnings
+
+    def _baseline_ceilings(self, snap: Snapshot) -> dict:
+        """The same ceiling fractions computed from the baseline values, so that a shortfall against a ceiling
+        that already held before the regression reads as 'held in the baseline too', not as a new finding."""
+        if not snap.baseline:
+            return {}
+        try:
+            ceilings, _ = compute_ceilings(snap.context, snap.baseline, base_dir=None)
+        except (TypeError, ValueError, AttributeError):
+            return {}
+        by_id = {c.id: c for c in ceilings}
+        out = {}
+        for sid, signal in self.kb.signals.items():
+            c = by_id.get(signal.from_ceiling)
+            if c is not None and c.fraction_of_ceiling is not None and c.fraction_of_ceiling <= IMPOSSIBLE_FRACTION \
+                    and sid not in snap.baseline:
+                out[sid] = c.fraction_of_ceiling
+        return out
 
     def diagnose(self, snap: Snapshot, top: int | None = None, with_probes: bool = True,
                  asked: set[str] = frozenset()) -> Diagnosis:

@@ -70,3 +70,16 @@ def test_impossible_observation_is_not_evidence(engine, kb):
     d, _, _ = _ranked(engine, data, "x")
     assert "decode_roofline_frac" not in d.snapshot.current
     assert any("the context is off" in w for w in d.warnings)
+
+
+def test_a_ceiling_shortfall_that_held_in_the_baseline_too_is_not_evidence(engine):
+    """busbw 5 GB/s between A100 nodes before and after: the fabric always ran that far below its
+    ceiling, so the shortfall says nothing about what changed; a drop from 200 to 5 GB/s does."""
+    def busbw_obs(before):
+        data = {"context": {"workload": "training", "gpu": "A100-80GB", "nodes": 4, "gpus_per_node": 8,
+                            "world_size": 32, "model_params_b": 7},
+                "baseline": {"nccl_busbw_gb_per_s": before}, "current": {"nccl_busbw_gb_per_s": 5}}
+        return engine.diagnose(parse_snapshot(data, engine.kb, "t"), with_probes=False).observations
+    always = busbw_obs(5)["busbw_far_below_link"]
+    assert always.present is None and "held in the baseline too" in always.detail
+    assert busbw_obs(200)["busbw_far_below_link"].present
