@@ -78,9 +78,9 @@ def to_text(d: Diagnosis, show: int = 5, probes: int = 5) -> str:
         for line in chain_line(h).splitlines():
             out.append(f"   chain: {line}")
         if h.evidence["for"]:
-            out.append("   for: " + "; ".join(f"{e['finding']} ({e['shift']:+.3f})" for e in h.evidence["for"][:5]))
+            out.append("   for: " + "; ".join(_evidence_item(e) for e in h.evidence["for"][:5]))
         if h.evidence["against"]:
-            out.append("   against: " + "; ".join(f"{e['finding']} ({e['shift']:+.3f})" for e in h.evidence["against"][:5]))
+            out.append("   against: " + "; ".join(_evidence_item(e) for e in h.evidence["against"][:5]))
         out.append(f"   where: {h.localization['text']}")
         for r in h.remedies:
             out.append(f"   remedy: {r['title']} ({r['kind']}). Risk: {r['counterexample']}")
@@ -163,3 +163,9 @@ def to_markdown(d: Diagnosis, kb: KB, show: int = 3, probes: int = 5) -> str:
     if d.warnings:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in d.warnings]
     return "\n".join(out) + "\n"
+
+
+def _evidence_item(e: dict) -> str:
+    """One evidence entry of the text report; an absent finding reads 'no <finding>', so that 'for: no
+    gpu_util_high' cannot be taken for a busy GPU."""
+    return f"{'' if e['present'] else 'no '}{e['finding']} ({e['shift']:+.3f})"

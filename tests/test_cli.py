@@ -99,3 +99,15 @@ def test_markdown_with_a_model_name(tmp_path):
     path.write_text("context: {model: llama-3-70b}\ncurrent: {gpu_util: 0.5}\n")
     r = run("diagnose", str(path), "--format", "markdown")
     assert r.exit_code == 0 and "model: llama-3-70b" in r.output
+
+
+def test_text_report_marks_absent_evidence():
+    """GPU util 30-35% counts for a cause because it is not high; the text must say 'no gpu_util_high'."""
+    case = str(REPO / "cases" / "556_dynamo_disagg_cuda_ipc_disabled_ttft.yaml")
+    r = run("diagnose", case, "--format", "json")
+    items = [(e["finding"], e["present"]) for h in json.loads(r.output)["hypotheses"]
+             for e in h["evidence"]["for"] + h["evidence"]["against"]]
+    assert ("gpu_util_high", False) in items
+    text = run("diagnose", case).output
+    assert "no gpu_util_high (" in text
+    assert " gpu_util_high (" not in text.replace("no gpu_util_high (", "")
