@@ -24,7 +24,7 @@ CONTEXT_KEYS = {
     "dp": int, "description": str, "metric_definitions": dict, "window": str, "tokens_per_step": (int, float),
     "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
     "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
-    "tools": dict, "metric_sources": dict, "prometheus": dict,
+    "tools": dict, "metric_sources": dict, "prometheus": dict, "disaggregated": bool,
 }
 
 
@@ -96,7 +96,7 @@ def _context(ctx, kb, where, warnings):
         expected = CONTEXT_KEYS.get(key)
         if expected is None:
             warnings.append(f"{where}: context.{key}: unknown context key, kept as is")
-        elif not isinstance(value, expected) or isinstance(value, bool):
+        elif not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise InputError(where, f"context.{key}", f"expected {_type_name(expected)}, got {value!r}")
         elif _is_number(value):
             value = _finite(value, where, f"context.{key}")

@@ -87,3 +87,21 @@ def test_one_gpu_rules_out_imbalance_and_gpu_to_gpu_traffic(engine):
         assert eight[i] == unknown[i]
     two_replicas_one_gpu = engine.priors({"workload": "inference", "gpus": 1, "replicas": 2})
     assert two_replicas_one_gpu[engine.net.causes.index("load_imbalance")] == unknown[idx[0]]
+
+
+def test_prefill_decode_disaggregation_decides_whether_kv_transfer_can_be_the_cause(engine):
+    """TTFT x30 with ITL flat: under PD disaggregation the per-request KV hand-off is a prime suspect;
+    on a colocated engine there is no such hand-off, so the same symptoms rule it out."""
+    base = {"ttft_p50_s": 1.4, "itl_p50_s": 0.014}
+    now = {"ttft_p50_s": 45.0, "itl_p50_s": 0.014}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "kv_transfer_bottleneck")
+    split = _diagnose(engine, {**SERVING, "disaggregated": True}, base, now)
+    colocated = _diagnose(engine, {**SERVING, "disaggregated": False}, base, now)
+    unknown = _diagnose(engine, SERVING, base, now)
+    assert split.observations["pd_disaggregated"].present and colocated.observations["pd_disaggregated"].present is False
+    assert p(split) > 3 * p(unknown) > 3 * p(colocated)
+
+
+def test_disaggregated_must_be_a_boolean(engine):
+    with pytest.raises(Exception, match="context.disaggregated: expected bool, got 'yes'"):
+        parse_snapshot({"context": {"disaggregated": "yes"}, "current": {}}, engine.kb, "test")
