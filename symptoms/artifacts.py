@@ -3,13 +3,14 @@ import gzip
 
 from perfdoctor.errors import InputError
 
-from . import ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo
+from . import ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo
 from .common import Artifact
 
 # (kind, detect, parse) in detection order: an explicit list, no discovery.
 PARSERS = [
     ("nvidia_smi_q", nvidia_smi.detect_q, nvidia_smi.parse_q),
     ("nvidia_smi_xml", nvidia_smi.detect_xml, nvidia_smi.parse_xml),
+    ("nvidia_smi_table", nvidia_smi_table.detect, nvidia_smi_table.parse),
     ("nvidia_smi_dmon", nvidia_smi_dmon.detect, nvidia_smi_dmon.parse),
     ("nvidia_smi_topo", nvidia_smi_topo.detect, nvidia_smi_topo.parse),
     ("nccl_tests", nccl_tests.detect, nccl_tests.parse),

@@ -50,7 +50,7 @@ def _read_q(text: str):
             continue
         m = _BUS.match(line)
         if m:
-            gpus.append({"bus": m.group(1), "line": n, "last": n, "f": {}})
+            gpus.append({"bus": m.group(1), "line": n, "last": n, "f": {}, "procs": []})
             stack = []
             continue
         indent = len(line) - len(line.lstrip(" "))
@@ -64,6 +64,11 @@ def _read_q(text: str):
         stack = stack[:level] + [key]
         gpus[-1]["f"][tuple(stack)] = value if sep else None
         gpus[-1]["last"] = n
+        procs = gpus[-1]["procs"]
+        if stack[0] == "Processes" and key == "Process ID":
+            procs.append({"pid": value, "type": None, "name": None, "mib": None})
+        elif stack[0] == "Processes" and procs and key in ("Type", "Name", "Used GPU Memory"):
+            procs[-1][{"Type": "type", "Name": "name", "Used GPU Memory": "mib"}[key]] = value
     return header, gpus
 
 
@@ -126,8 +131,10 @@ def parse_q(text: str, where: str) -> Artifact:
         if full and ("Processes",) not in b["f"]:
             fail(where, b["last"], f"GPU {b['bus']}", "block ends before its 'Processes' section: file truncated?")
     gpus = [_gpu_from_q(b) for b in blocks]
+    procs = [(i, p["pid"], p["type"], p["name"], num(p["mib"])) for i, b in enumerate(blocks) for p in b["procs"]]
+    listed = all(("Processes",) in b["f"] for b in blocks)
     return _build("nvidia_smi_q", where, header.get("Driver Version"), header.get("CUDA Version"),
-                  num(header.get("Attached GPUs")), gpus)
+                  num(header.get("Attached GPUs")), gpus, procs if listed else None)
 
 
 # ---------------------------------------------------------------- XML
@@ -186,15 +193,57 @@ def parse_xml(text: str, where: str) -> Artifact:
     blocks = root.findall("gpu")
     if not blocks:
         fail(where, len(text.splitlines()), "gpu", "no <gpu> element")
+    procs = [(i, _x(p, "pid"), _x(p, "type"), _x(p, "process_name"), num(_x(p, "used_memory")))
+             for i, g in enumerate(blocks) for p in g.findall("processes/process_info")]
+    listed = all(g.find("processes") is not None for g in blocks)
     return _build("nvidia_smi_xml", where, _x(root, "driver_version"), _x(root, "cuda_version"),
-                  num(_x(root, "attached_gpus")), [_gpu_from_xml(g) for g in blocks])
+                  num(_x(root, "attached_gpus")), [_gpu_from_xml(g) for g in blocks], procs if listed else None)
 
 
 # ---------------------------------------------------------------- shared
 
-def _build(kind, where, driver, cuda, attached, gpus) -> Artifact:
+def compute_tenants(procs, gpus) -> tuple[dict, list]:
+    """Compute processes per GPU from (gpu index, pid, type, name, MiB) rows, and notes about them.
+
+    A process counts on a GPU when it holds at least a quarter of its largest footprint there: the near-empty
+    CUDA contexts that DDP ranks or stray `.cuda()` calls leave on other GPUs (0 to a few hundred MiB) are
+    not tenants. The MPS control server is not a tenant either. A GPU with memory in use but no process
+    listed gets no count: nvidia-smi inside a container does not see other PID namespaces.
+    """
+    rows = [r for r in procs if r[2] and "C" in r[2] and not (r[3] or "").endswith("nvidia-cuda-mps-server")]
+    peak = {}
+    for _, pid, _, _, mib in rows:
+        known = peak.get(pid, 0)
+        peak[pid] = None if mib is None or known is None else max(known, mib)
+    counts, notes, members = {}, [], {}
+    for i, pid, _, name, mib in rows:
+        if mib is None or peak[pid] is None or (mib > 0 and mib >= 0.25 * peak[pid]):
+            members.setdefault(i, []).append(f"{pid} {name or '?'} {'?' if mib is None else f'{mib:g}'} MiB")
+        else:
+            notes.append(f"process {pid} holds {mib:g} MiB on gpu{i} against {peak[pid]:g} MiB on its main GPU: "
+                         f"a stray CUDA context, not counted as a tenant of gpu{i}")
+    for i, g in enumerate(gpus):
+        used = g["fb_used"] or 0
+        if (g["mig"] or "").lower() == "enabled":
+            continue   # MIG instances have their own SMs and memory: several processes do not time-slice
+        if i not in members and g["fb_total"] and used > 0.05 * g["fb_total"]:
+            notes.append(f"no compute process listed on gpu{i} though {used:g} MiB are in use: nvidia-smi inside a "
+                         "container does not see other namespaces' processes; run it on the host to count tenants")
+            continue
+        counts[f"gpu{i}"] = len(members.get(i, []))
+        if counts[f"gpu{i}"] > 1:
+            notes.append(f"gpu{i} is shared by {counts[f'gpu{i}']} compute processes ({'; '.join(members[i])}): "
+                         "without MIG they time-slice the GPU and share its memory")
+    if any((r[3] or "").endswith("nvidia-cuda-mps-server") for r in procs):
+        notes.append("the MPS control server runs on this host: clients share SMs concurrently")
+    return counts, notes
+
+
+def _build(kind, where, driver, cuda, attached, gpus, procs=None) -> Artifact:
+    """Signals, context and notes from per-GPU readings; `procs` None means the file has no process list."""
     sig = {k: {} for k in ("sm_clock_mhz", "power_w", "power_limit_w", "temp_c", "throttle_reasons", "fb_used_frac",
-                           "pcie_link_gen", "pcie_link_width", "ecc_dbe_errors", "row_remap_failures", "gpu_util")}
+                           "pcie_link_gen", "pcie_link_width", "ecc_dbe_errors", "row_remap_failures", "gpu_util",
+                           "gpu_compute_procs")}
     notes, bus_ids, downshift = [], {}, {}
     for i, g in enumerate(gpus):
         gid, bus = f"gpu{i}", g["bus"]
@@ -205,11 +254,12 @@ def _build(kind, where, driver, cuda, attached, gpus) -> Artifact:
         put("ecc_dbe_errors", None if g["dbe"] is None else int(g["dbe"]))
         put("pcie_link_gen", g["gen"]); put("pcie_link_width", g["width"])
         put("gpu_util", None if g["util"] is None else g["util"] / 100)
-        sig["throttle_reasons"][gid] = g["reasons"]
+        if g["reasons"] is not None:
+            sig["throttle_reasons"][gid] = g["reasons"]
         if g["fb_used"] is not None and g["fb_total"]:
             sig["fb_used_frac"][gid] = g["fb_used"] / g["fb_total"]
         idle = bool(g["idle"]) or g["util"] == 0 or (num(g["pstate"]) or 0) >= 8
-        if "sw_power_cap" in g["reasons"] and (idle or (g["power"] and g["limit"] and g["power"] < 0.5 * g["limit"])):
+        if "sw_power_cap" in (g["reasons"] or ()) and (idle or (g["power"] and g["limit"] and g["power"] < 0.5 * g["limit"])):
             notes.append(f"SW power cap active at idle on {bus} ({gid}, {g['power']} W of {g['limit']} W, "
                          f"{g['pstate']}): not a load throttle")
         for what, cur, top in (("gen", g["gen"], g["gen_max"]), ("width", g["width"], g["width_max"])):
@@ -223,6 +273,9 @@ def _build(kind, where, driver, cuda, attached, gpus) -> Artifact:
         why = " at idle: links downshift to save power; recheck under load" if idle else ""
         notes.append(f"PCIe link {what} {cur:g} < max {top:g} on {', '.join(ids)}{why}")
     notes.insert(0, "GPU ids by order: " + ", ".join(f"{k}={v}" for k, v in bus_ids.items()))
+    if procs is not None:
+        sig["gpu_compute_procs"], proc_notes = compute_tenants(procs, gpus)
+        notes += proc_notes
     if gpus and all(g["util"] == 0 for g in gpus):
         notes.append("all GPUs at 0% utilization when captured: clocks, power and PCIe gen are idle values")
     if attached and int(attached) != len(gpus):

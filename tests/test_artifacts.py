@@ -52,7 +52,7 @@ def assert_points_at(err: InputError, path):
 # ---------------------------------------------------------------- registry / detection
 
 def test_registry_is_explicit_and_complete():
-    assert KINDS == ["nvidia_smi_q", "nvidia_smi_xml", "nvidia_smi_dmon", "nvidia_smi_topo",
+    assert KINDS == ["nvidia_smi_q", "nvidia_smi_xml", "nvidia_smi_table", "nvidia_smi_dmon", "nvidia_smi_topo",
                      "nccl_tests", "ib_write_bw", "iostat", "kineto"]
     assert all(callable(d) and callable(p) for _, d, p in PARSERS)
 
@@ -64,6 +64,17 @@ def test_detect_picks_exactly_the_right_parser(name):
     art = load(name)
     assert art.kind == KIND_OF[name]
     assert art.notes and isinstance(art.context, dict)
+
+
+# real `nvidia-smi` summary tables kept in tests/fixtures/ (sources in its SOURCES.md)
+TABLES = ["nvidia-smi_8x2080ti_418_processes.txt", "nvidia-smi_1xT4_515_time_slicing_5_processes.txt",
+          "nvidia-smi_4x4090_535_four_jobs_on_every_gpu.txt", "nvidia-smi_1xA10_550_no_processes.txt"]
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_detect_summary_table(name):
+    text = (LOCAL / name).read_text()
+    assert [k for k, det, _ in PARSERS if det(text)] == ["nvidia_smi_table"]
 
 
 def test_detect_kineto_real_trace():
@@ -139,6 +150,118 @@ def test_nvidia_smi_xml_a100_mig():
     assert "row_remap_failures" not in s       # <remapped_rows>N/A</remapped_rows>
     assert any("MIG enabled on gpu0" in n for n in a.notes)
     assert any("4 attached GPUs but the file has 1" in n for n in a.notes)
+
+
+# ---------------------------------------------------------------- processes per GPU
+
+def test_table_pre450_one_process_per_gpu():
+    a = load_artifact(str(LOCAL / "nvidia-smi_8x2080ti_418_processes.txt"))
+    s = a.signals
+    assert a.kind == "nvidia_smi_table" and a.context["gpu_count"] == 8
+    assert a.context["driver"] == "418.87.01" and a.context["cuda"] == "10.1"
+    assert a.context["bus_ids"]["gpu5"] == "00000000:0C:00.0"
+    assert s["gpu_compute_procs"] == {"gpu0": 1, "gpu1": 0, "gpu2": 1, "gpu3": 0, "gpu4": 0, "gpu5": 0,
+                                      "gpu6": 1, "gpu7": 1}
+    assert s["gpu_util"]["gpu2"] == 0.39 and s["temp_c"]["gpu2"] == 87.0
+    assert s["power_w"]["gpu2"] == 166.0 and s["power_limit_w"]["gpu2"] == 250.0
+    assert s["fb_used_frac"]["gpu6"] == pytest.approx(8852 / 10989)
+    assert s["temp_c"]["gpu7"] == 37.0                # the row whose fan reads "ERR%"
+    assert "throttle_reasons" not in s and "sm_clock_mhz" not in s   # the table does not show them
+    assert any("truncated" in n for n in a.notes)      # "GeForce RTX 208..."
+    assert not any("shared by" in n for n in a.notes)
+
+
+def test_table_time_sliced_t4_five_tenants():
+    a = load_artifact(str(LOCAL / "nvidia-smi_1xT4_515_time_slicing_5_processes.txt"))
+    assert a.signals["gpu_compute_procs"] == {"gpu0": 5}
+    assert a.signals["gpu_util"] == {"gpu0": 1.0} and a.signals["power_w"] == {"gpu0": 70.0}
+    assert "cuda" not in a.context                     # "CUDA Version: N/A" in the driver container
+    shared = [n for n in a.notes if "shared by 5 compute processes" in n]
+    assert len(shared) == 1 and "43108" in shared[0] and "44595" in shared[0]
+
+
+def test_table_four_jobs_each_spread_over_all_gpus():
+    a = load_artifact(str(LOCAL / "nvidia-smi_4x4090_535_four_jobs_on_every_gpu.txt"))
+    # 1378307 holds 1132 MiB on gpu0 and 406-456 MiB elsewhere: over a quarter of its peak, so a tenant
+    assert a.signals["gpu_compute_procs"] == {f"gpu{i}": 4 for i in range(4)}
+    assert a.context["gpu"] == "NVIDIA GeForce RTX 4090"
+    assert a.signals["fb_used_frac"]["gpu0"] == pytest.approx(17466 / 24564)
+
+
+def test_table_no_running_processes():
+    a = load_artifact(str(LOCAL / "nvidia-smi_1xA10_550_no_processes.txt"))
+    assert a.signals["gpu_compute_procs"] == {"gpu0": 0}
+    assert a.signals["power_limit_w"] == {"gpu0": 150.0}
+
+
+def test_ddp_stray_contexts_are_not_tenants(tmp_path):
+    # EDITED from the real 4x4090 table: the pattern of pytorch/pytorch#64130, where every DDP rank
+    # leaves a 0 MiB context on the other GPUs, and of #7320, a 306 MiB context beside the real one
+    text = (LOCAL / "nvidia-smi_4x4090_535_four_jobs_on_every_gpu.txt").read_text()
+    rows = [l for l in text.splitlines() if "N/A  N/A" in l and " C " in l]
+    pids = {"1378307": 0, "1381232": 1, "1396404": 2, "1420290": 3}
+    edited = []
+    for row in rows:
+        gpu, pid = int(row.split()[1]), row.split()[4]
+        mib = "5000MiB" if pids[pid] == gpu else ("306MiB" if gpu == 0 else "0MiB")
+        edited.append(row[: row.rindex("python") + 6] + mib.rjust(len(row) - row.rindex("python") - 8) + " |")
+    p = tmp_path / "ddp.txt"
+    p.write_text(text.replace("\n".join(rows), "\n".join(edited)))
+    a = load_artifact(str(p))
+    assert a.signals["gpu_compute_procs"] == {f"gpu{i}": 1 for i in range(4)}
+    assert sum("stray CUDA context" in n for n in a.notes) == 12
+    assert not any("shared by" in n for n in a.notes)
+
+
+def test_q_processes_none_counts_zero_and_q_blocks_are_counted(tmp_path):
+    a = load("nvidia-smi_q_8xH100_sxm_idle.txt")
+    assert a.signals["gpu_compute_procs"] == {f"gpu{i}": 0 for i in range(8)}
+    # EDITED from the real file: two compute processes and the MPS server listed under the first GPU
+    text = (REAL / "nvidia-smi_q_8xH100_sxm_idle.txt").read_text()
+    block = "".join(
+        f"        GPU instance ID                   : N/A\n        Compute instance ID               : N/A\n"
+        f"        Process ID                        : {pid}\n            Type                          : {t}\n"
+        f"            Name                          : {name}\n            Used GPU Memory               : {mib} MiB\n"
+        for pid, t, name, mib in [(25384, "C", "nvidia-cuda-mps-server", 26), (4101, "M+C", "python3", 30500),
+                                  (4102, "M+C", "python3", 41000)])
+    first = text.index("    Processes                             : None")
+    text = text[:first] + "    Processes\n" + block + text[first + len("    Processes                             : None\n"):]
+    p = tmp_path / "q.txt"
+    p.write_text(text)
+    a = load_artifact(str(p))
+    assert a.signals["gpu_compute_procs"]["gpu0"] == 2 and a.signals["gpu_compute_procs"]["gpu1"] == 0
+    assert any("MPS control server" in n for n in a.notes)
+
+
+def test_xml_processes_and_mig(tmp_path):
+    a = load("nvidia-smi_q_x_A100_sxm4_80gb_mig.xml")
+    assert "gpu_compute_procs" not in a.signals       # MIG instances do not time-slice each other
+    # EDITED from the real file: MIG off and two processes listed
+    text = (REAL / "nvidia-smi_q_x_A100_sxm4_80gb_mig.xml").read_text()
+    info = "".join(f"<process_info><pid>{pid}</pid><type>C</type><process_name>python</process_name>"
+                   f"<used_memory>{mib} MiB</used_memory></process_info>" for pid, mib in [(11, 20000), (12, 9000)])
+    text = re.sub(r"<current_mig>\s*Enabled\s*</current_mig>", "<current_mig>Disabled</current_mig>", text)
+    p = tmp_path / "x.xml"
+    p.write_text(text.replace("<processes />", f"<processes>{info}</processes>"))
+    assert load_artifact(str(p)).signals["gpu_compute_procs"] == {"gpu0": 2}
+
+
+def test_table_errors_point_at_the_line(tmp_path):
+    text = (LOCAL / "nvidia-smi_1xT4_515_time_slicing_5_processes.txt").read_text()
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text.replace("   1579MiB / 15360MiB ", "   1579MB / 15360MB   "))
+    with pytest.raises(InputError, match="Fan Temp Perf") as e:
+        load_artifact(str(bad))
+    assert_points_at(e.value, bad)
+    bad.write_text(text.replace("|    0   N/A  N/A     44595", "|    3   N/A  N/A     44595"))
+    with pytest.raises(InputError, match="GPU index") as e:
+        load_artifact(str(bad))
+    assert_points_at(e.value, bad)
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[: text.index("| Processes:")])
+    with pytest.raises(InputError, match="before the Processes table") as e:
+        load_artifact(str(cut))
+    assert_points_at(e.value, cut)
 
 
 # ---------------------------------------------------------------- dmon
@@ -371,6 +494,7 @@ def test_truncated_kineto_raises(tmp_path):
     ("ib_write_bw", "nvidia-smi_dmon_1gpu_idle_to_load_ramp.txt"),
     ("nvidia_smi_q", "nvidia-smi_topo_m_8xA100_nv12_17nics.txt"),
     ("nvidia_smi_xml", "nvidia-smi_q_8xH100_sxm_idle.txt"),
+    ("nvidia_smi_table", "nvidia-smi_q_8xH100_sxm_idle.txt"),
     ("nvidia_smi_dmon", "iostat-x_ALL_busy_sda.txt"),
     ("nvidia_smi_topo", "ib_write_bw_ib_hdr_loopback_8M.txt"),
     ("kineto", "nvidia-smi_q_x_A100_sxm4_80gb_mig.xml"),

@@ -32,6 +32,24 @@ def test_power_cap_at_idle_is_not_a_throttle():
     assert ranking(r.output).index("gpu_throttling") > 2
 
 
+def test_time_sliced_gpu_points_at_the_neighbours(tmp_path):
+    """Five processes time-slice one T4 (real table): latency doubled, and the co-tenants are the suspects."""
+    table = REPO / "tests" / "fixtures" / "nvidia-smi_1xT4_515_time_slicing_5_processes.txt"
+    snap = tmp_path / "s.yaml"
+    snap.write_text("context: {workload: inference, nodes: 1, gpus: 1}\n"
+                    "baseline: {e2e_p50_s: 0.020, gpu_compute_procs: 1}\ncurrent: {e2e_p50_s: 0.034}\n")
+    shared = json.loads(run("diagnose", snap, "--artifact", table, "--format", "json").output)
+    assert shared["observations"]["gpu_shared_by_processes"]["present"]
+    assert any("shared by 5 compute processes" in w for w in shared["warnings"])
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(snap.read_text().replace("current: {", "current: {gpu_compute_procs: 1, "))
+    single = json.loads(run("diagnose", alone, "--artifact", table, "--format", "json").output)
+    assert single["observations"]["gpu_shared_by_processes"]["present"] is False
+    p = lambda out: next(h["probability"] for h in out["hypotheses"] if h["id"] == "noisy_neighbor")
+    assert "noisy_neighbor" in ranking(json.dumps(shared))[:3]
+    assert p(shared) > 3 * p(single)
+
+
 def test_snapshot_file_round_trip_gives_the_same_ranking(tmp_path):
     args = ["--artifact", REAL / "nccl-tests_allreduce_8xA100_healthy.txt",
             "--artifact", f"node1:{REAL / 'nvidia-smi_q_8xH100_sxm_idle.txt'}"]
