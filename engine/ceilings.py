@@ -150,6 +150,8 @@ def read_hf_config(path: str, base_dir: Path | None = None) -> tuple[dict, list[
     p = Path(path)
     if not p.is_absolute() and base_dir is not None:
         p = Path(base_dir) / p
+    if not p.is_file():
+        raise InputError(str(path), "context.model_config", "no such file: give the path of a Hugging Face config.json")
     cfg = load_file(p, shown=str(path))
     if not isinstance(cfg, dict):
         raise InputError(str(path), "", "expected a JSON object")

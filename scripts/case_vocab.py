@@ -13,7 +13,8 @@ KB = Path(__file__).resolve().parent.parent / "kb"
 def main():
     out = ["# perfdoctor vocabulary for case writers", "", "## Context keys", ", ".join(sorted(CONTEXT_KEYS)),
            "workload: inference|training. gpu: as nvidia-smi prints it, or short (H100, A100-80GB, RTX-3090).",
-           "disaggregated: true|false (prefill and decode on separate workers), only when the source says so.", ""]
+           "disaggregated: true|false (prefill and decode on separate workers), only when the source says so.",
+           "model_config: the path of a Hugging Face config.json next to the case (rarely available); put engine flags in description.", ""]
     gpus = yaml.safe_load((KB / "hardware" / "gpus.yaml").read_text())
     out.append("GPU ids in the catalog: " + ", ".join(g["id"] for g in gpus))
     links = yaml.safe_load((KB / "hardware" / "interconnects.yaml").read_text())

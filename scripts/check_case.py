@@ -30,6 +30,9 @@ def problems(path: Path, kb, sources: dict) -> list[str]:
         out += parse_snapshot(case.get("snapshot") or {}, kb, str(path)).warnings
     except InputError as exc:
         out.append(str(exc))
+    config = ((case.get("snapshot") or {}).get("context") or {}).get("model_config")
+    if isinstance(config, str) and not (path.parent / config).is_file():
+        out.append(f"context.model_config {config!r} is not a file: it is the path of a Hugging Face config.json")
     current = (case.get("snapshot") or {}).get("current") or {}
     out += [f"initial {s} is not in current" for s in case.get("initial") or [] if s not in current]
     others = [p for p in sources.get(case.get("source"), []) if p != path.name]

@@ -22,6 +22,9 @@ def test_check_case_passes_a_library_case_and_names_each_problem(tmp_path):
     assert "unknown root cause 'load_surges'" in out.stdout
     assert "initial itl_p50_s is not in current" in out.stdout
     assert "source also used by 08_vllm_ttft_grows_with_request_rate.yaml" in out.stdout
+    bad.write_text(good.read_text().replace("context: {", "context: {model_config: 'max_model_len=4096', ", 1))
+    out = run("scripts/check_case.py", str(bad))
+    assert "context.model_config 'max_model_len=4096' is not a file" in out.stdout
 
 
 def test_case_vocab_lists_signals_and_causes_but_no_strengths():
