@@ -292,5 +292,6 @@ def test_bad_context_is_an_input_error(ctx, key):
 
 
 def test_missing_model_config_file_is_an_input_error(tmp_path):
-    with pytest.raises(InputError, match="file not found"):
+    with pytest.raises(InputError, match="no such file") as err:
         compute_ceilings({"model_config": str(tmp_path / "nope.json")})
+    assert err.value.key == "context.model_config"
