@@ -207,10 +207,15 @@ def compute_tenants(procs, gpus) -> tuple[dict, list]:
 
     A process counts on a GPU when it holds at least a quarter of its largest footprint there: the near-empty
     CUDA contexts that DDP ranks or stray `.cuda()` calls leave on other GPUs (0 to a few hundred MiB) are
-    not tenants. The MPS control server is not a tenant either. A GPU with memory in use but no process
+    not tenants. The MPS control server is not a tenant either, nor a C+G process with no memory reading
+    (Windows lists every desktop app that way). A GPU with memory in use but no process
     listed gets no count: nvidia-smi inside a container does not see other PID namespaces.
     """
-    rows = [r for r in procs if r[2] and "C" in r[2] and not (r[3] or "").endswith("nvidia-cuda-mps-server")]
+    def tenant(kind, name, mib):
+        if not kind or "C" not in kind or (name or "").endswith("nvidia-cuda-mps-server"):
+            return False
+        return kind != "C+G" or bool(mib)   # on Windows (WDDM) every desktop app is C+G with memory N/A
+    rows = [r for r in procs if tenant(r[2], r[3], r[4])]
     peak = {}
     for _, pid, _, _, mib in rows:
         known = peak.get(pid, 0)

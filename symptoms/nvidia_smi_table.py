@@ -10,7 +10,7 @@ from .nvidia_smi import _build
 
 _HEAD = re.compile(r"^\|\s*NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
 _BUS = r"([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])"
-_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s*\|\s*" + _BUS + r"\s+\S+\s*\|")
+_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC)\s*\|\s*" + _BUS + r"\s+\S+\s*\|")
 _STATE_ROW = re.compile(r"^\|\s*(\S+)\s+(\d+C|N/A)\s+(P\d+|N/A)\s+(\S+)\s*/\s*(\S+)\s*\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|"
                         r"\s*(\d+%|N/A)\s+(\S+)\s*\|$")
 _MIG_ROW = re.compile(r"^\|\s*\|\s*\|\s*(\S+)\s*\|$")

@@ -194,6 +194,21 @@ def test_table_no_running_processes():
     assert a.signals["power_limit_w"] == {"gpu0": 150.0}
 
 
+def test_windows_desktop_apps_are_not_tenants(tmp_path):
+    # EDITED from the real A10 table into the Windows (WDDM) layout seen in public logs: the driver model
+    # column reads WDDM, memory per process is N/A, and desktop apps are listed as C+G
+    text = (LOCAL / "nvidia-smi_1xA10_550_no_processes.txt").read_text()
+    text = text.replace("NVIDIA A10                     On  |", "NVIDIA A10                   WDDM  |")
+    rows = ["|    0   N/A  N/A            2628      C   ...da\\envs\\torch\\python.exe          N/A      |",
+            "|    0   N/A  N/A           14808    C+G   C:\\Windows\\explorer.exe               N/A      |",
+            "|    0   N/A  N/A           20316    C+G   ...t\\Edge\\Application\\msedge.exe      N/A      |"]
+    text = re.sub(r"\|  No running processes found +\|", lambda _: "\n".join(rows), text)
+    p = tmp_path / "win.txt"
+    p.write_text(text)
+    a = load_artifact(str(p))
+    assert a.signals["gpu_compute_procs"] == {"gpu0": 1}
+
+
 def test_ddp_stray_contexts_are_not_tenants(tmp_path):
     # EDITED from the real 4x4090 table: the pattern of pytorch/pytorch#64130, where every DDP rank
     # leaves a 0 MiB context on the other GPUs, and of #7320, a 306 MiB context beside the real one
