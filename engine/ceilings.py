@@ -338,6 +338,15 @@ def allreduce_ceilings(n: float, message_bytes: float, link_gb_s: float, link: s
     ]
 
 
+def batch_cap_ceiling(cap: float, observed: float | None) -> Ceiling:
+    """The engine's configured running-batch cap (vLLM --max-num-seqs, SGLang --max-running-requests,
+    TensorRT-LLM / TGI max batch size) against the largest running batch seen on a replica."""
+    return Ceiling(
+        "running_batch_cap", "Configured running-batch cap per replica", cap, "requests",
+        f"max_num_seqs = {cap:g} (context; --max-num-seqs, --max-running-requests or max_batch_size)",
+        {"max_num_seqs": cap}, observed, _fraction(observed, cap))
+
+
 # ---------------------------------------------------------------- putting it together
 
 def _gpu(context: dict, hardware: Hardware, warnings: list) -> GpuSpec | None:
@@ -476,6 +485,9 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
             out.extend(_training(m, gpu, context, signals, warnings))
     elif gpu is not None and m is not None and (serving or training):
         warnings.append("throughput ceilings skipped: missing model params_b")
+    if context.get("max_num_seqs") is not None:
+        out.append(batch_cap_ceiling(_pos(context["max_num_seqs"], "max_num_seqs"),
+                                     _signal(signals, "requests_running", how="max")))
     if "allreduce" in context or "nccl_busbw_gb_per_s" in signals:
         out.extend(_allreduce(m, gpu, context, signals, hardware, warnings))
     return out, warnings

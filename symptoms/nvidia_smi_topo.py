@@ -1,6 +1,8 @@
 """`nvidia-smi topo -m` (optionally followed by `topo -p2p <x>`) -> topology in context and notes.
 
-No numeric signals: link types, nearest NICs, CPU/NUMA affinity and P2P status go to context, a summary to notes.
+Link types, nearest NICs, CPU/NUMA affinity and P2P status go to context, a summary to notes. With a P2P
+matrix (read, write, atomics or prop; not the NVLink one, `-p2p n`) the signal gpu_p2p_ok says whether every
+GPU pair shows OK.
 """
 import re
 
@@ -47,14 +49,15 @@ def parse(text: str, where: str) -> Artifact:
     mats, i = [], 0
     while i < len(lines):
         if re.match(r"^\s+GPU0\b", lines[i]):
+            prompts = [m.group(1) for line in lines[:i] for m in [re.search(r"topo\s+-p2p\s+(\w)", line)] if m]
             cols, rows, i = _matrix(lines, i, where)
-            mats.append((cols, rows))
+            mats.append((cols, rows, prompts[-1] if prompts else None))
         else:
             i += 1
     if not mats:
         fail(where, len(lines) or 1, "GPU0", "no topology matrix (header row starting with GPU0)")
     nic_names = dict(re.findall(r"(?m)^\s*(NIC\d+):\s*(\S+)", text))
-    cols, rows = mats[0]
+    cols, rows, _ = mats[0]
     dev = [c for c in cols if _DEV.match(c)]
     gpus = [c for c in dev if c.startswith("GPU")]
     nics = [c for c in dev if not c.startswith("GPU")]
@@ -73,7 +76,9 @@ def parse(text: str, where: str) -> Artifact:
         if "NUMA Affinity" in row:
             numa[gid(g)] = row["NUMA Affinity"]
     p2p = {}
-    for pcols, prows in mats[1:]:
+    for pcols, prows, option in mats[1:]:
+        if option == "n":   # NVLink P2P capability: NS there says nothing about PCIe peer access
+            continue
         pg = [c for c in pcols if c.startswith("GPU")]
         for a in pg:
             for b in pg[pg.index(a) + 1:]:
@@ -101,4 +106,5 @@ def parse(text: str, where: str) -> Artifact:
             notes.append(f"{g}: nearest NIC is {v['link']} away ({', '.join(v['nics'])}): GPUDirect RDMA may be slow or off")
     if numa and len(set(numa.values())) > 1:
         notes.append("GPUs span NUMA nodes " + ", ".join(sorted(set(numa.values()))) + ": pin each rank to its GPU's node")
-    return Artifact("nvidia_smi_topo", {}, ctx, notes)
+    signals = {"gpu_p2p_ok": not bad} if p2p else {}
+    return Artifact("nvidia_smi_topo", signals, ctx, notes)

@@ -324,6 +324,19 @@ def test_topo_2x2080ti_pix_p2p_not_supported():
     assert c["cpu_affinity"] == {"gpu0": "24-47,72-95", "gpu1": "24-47,72-95"}
     assert c["numa_affinity"] == {"gpu0": "1", "gpu1": "1"}
     assert "gpu0-gpu1 PIX; P2P not supported (NS)" in a.notes
+    assert a.signals == {"gpu_p2p_ok": False}
+
+
+def test_topo_p2p_ok_everywhere_and_nvlink_matrix_ignored(tmp_path):
+    """All-OK P2P matrix -> gpu_p2p_ok true; the NVLink capability matrix (-p2p n) says nothing about PCIe P2P."""
+    text = (REAL / "nvidia-smi_topo_m_2x2080ti_pix_p2p_not_supported.txt").read_text()
+    ok = tmp_path / "ok.txt"
+    ok.write_text(text.replace("X       NS", "X       OK").replace("NS      X", "OK      X"))
+    assert load_artifact(str(ok)).signals == {"gpu_p2p_ok": True}
+    nvlink = tmp_path / "nvlink.txt"
+    nvlink.write_text(text.replace("topo -p2p p", "topo -p2p n"))
+    a = load_artifact(str(nvlink))
+    assert a.signals == {} and "p2p" not in a.context
 
 
 # ---------------------------------------------------------------- nccl-tests

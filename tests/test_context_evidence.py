@@ -105,3 +105,44 @@ def test_prefill_decode_disaggregation_decides_whether_kv_transfer_can_be_the_ca
 def test_disaggregated_must_be_a_boolean(engine):
     with pytest.raises(Exception, match="context.disaggregated: expected bool, got 'yes'"):
         parse_snapshot({"context": {"disaggregated": "yes"}, "current": {}}, engine.kb, "test")
+
+
+def test_running_batch_at_the_configured_cap_points_at_the_cap(engine):
+    """Requests wait with the KV cache mostly free: a running batch pinned at --max-num-seqs says the cap holds
+    them back; the same batch well under the cap does not."""
+    now = {"requests_running": {"replica0": 8}, "requests_waiting": {"replica0": 40}, "kv_cache_usage": 0.2,
+           "ttft_p50_s": 6.0}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "batching_underutilization")
+    capped = _diagnose(engine, {**SERVING, "max_num_seqs": 8}, {}, now)
+    roomy = _diagnose(engine, {**SERVING, "max_running_requests": 256}, {}, now)   # SGLang's name, same key
+    unknown = _diagnose(engine, SERVING, {}, now)
+    assert capped.observations["running_at_batch_cap"].present
+    assert roomy.observations["running_at_batch_cap"].present is False
+    assert "running_at_batch_cap" not in unknown.observations
+    assert p(capped) > 2 * p(unknown) > 2 * p(roomy)
+    cap = next(c for c in capped.ceilings if c.id == "running_batch_cap")
+    assert (cap.value, cap.observed, cap.fraction_of_ceiling) == (8, 8, 1.0)
+
+
+def test_running_batch_above_its_cap_means_the_context_is_off(engine):
+    now = {"requests_running": 60, "requests_waiting": 5}
+    d = _diagnose(engine, {**SERVING, "max_num_seqs": 16}, {}, now)
+    assert "running_at_batch_cap" not in d.observations
+    assert any("running_batch_cap" in w and "the context is off" in w for w in d.warnings)
+
+
+def test_max_num_seqs_must_be_a_positive_integer(engine):
+    with pytest.raises(Exception, match="context.max_num_seqs"):
+        parse_snapshot({"context": {"max_num_seqs": 0}, "current": {}}, engine.kb, "test")
+
+
+def test_gpu_peer_access_missing_points_at_the_pcie_path(engine):
+    """The same busbw shortfall on a PCIe box: with GPU peer-to-peer unavailable the PCIe path is the suspect."""
+    base, now = {"nccl_busbw_gb_per_s": 20.0}, {"nccl_busbw_gb_per_s": 6.0}
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "RTX-4090"}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "pcie_link_degradation")
+    off = _diagnose(engine, ctx, base, {**now, "gpu_p2p_ok": {"node0": False}})
+    on = _diagnose(engine, ctx, base, {**now, "gpu_p2p_ok": {"node0": True}})
+    unknown = _diagnose(engine, ctx, base, now)
+    assert off.hypotheses[0].id == "pcie_link_degradation"
+    assert p(off) > 2 * p(unknown) > p(on)
