@@ -146,3 +146,17 @@ def test_gpu_peer_access_missing_points_at_the_pcie_path(engine):
     unknown = _diagnose(engine, ctx, base, now)
     assert off.hypotheses[0].id == "pcie_link_degradation"
     assert p(off) > 2 * p(unknown) > p(on)
+
+
+def test_a_long_tail_of_prompt_lengths_makes_head_of_line_blocking_likelier(engine):
+    """TTFT P99 up with the median flat: a prompt P99 far above the mean (long prompts among short ones) is the
+    mix head-of-line blocking needs; uniform prompt lengths make it less likely."""
+    base = {"ttft_p50_s": 0.2, "ttft_p99_s": 0.5, "prompt_tokens_mean": 900}
+    now = {"ttft_p50_s": 0.22, "ttft_p99_s": 4.0, "prompt_tokens_mean": 1000}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "head_of_line_blocking")
+    mixed = _diagnose(engine, SERVING, base, {**now, "prompt_tokens_p99": 30000})
+    uniform = _diagnose(engine, SERVING, base, {**now, "prompt_tokens_p99": 1800})
+    assert mixed.observations["prompt_lengths_mixed"].present
+    assert uniform.observations["prompt_lengths_mixed"].present is False
+    assert mixed.hypotheses[0].id == "head_of_line_blocking"
+    assert p(mixed) > 1.5 * p(uniform)
