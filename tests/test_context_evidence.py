@@ -160,3 +160,16 @@ def test_a_long_tail_of_prompt_lengths_makes_head_of_line_blocking_likelier(engi
     assert uniform.observations["prompt_lengths_mixed"].present is False
     assert mixed.hypotheses[0].id == "head_of_line_blocking"
     assert p(mixed) > 1.5 * p(uniform)
+
+
+def test_slower_steps_with_much_less_memory_in_use_point_at_a_training_setting(engine):
+    """Step time up 40% while peak device memory falls by half: the memory/time trade of a setting
+    (activation checkpointing, finer sharding, smaller micro-batch), not a slower GPU."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 8}
+    base = {"step_time_s": 1.0, "fb_used_frac": {"gpu0": 0.9}}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "training_config_regression")
+    less = _diagnose(engine, ctx, base, {"step_time_s": 1.4, "fb_used_frac": {"gpu0": 0.45}})
+    same = _diagnose(engine, ctx, base, {"step_time_s": 1.4, "fb_used_frac": {"gpu0": 0.88}})
+    assert less.observations["vram_use_down"].present and same.observations["vram_use_down"].present is False
+    assert less.hypotheses[0].id == "training_config_regression"
+    assert p(less) > 2 * p(same)
