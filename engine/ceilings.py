@@ -347,6 +347,31 @@ def batch_cap_ceiling(cap: float, observed: float | None) -> Ceiling:
         {"max_num_seqs": cap}, observed, _fraction(observed, cap))
 
 
+def client_inflight_ceiling(concurrency: float, held: float | None) -> Ceiling:
+    """Requests the clients (load generator or gateway) have in flight against those the engines hold.
+
+    In a closed loop every outstanding request is somewhere: in the gateway or API server, in transit, or in
+    an engine's running batch or waiting queue (num_requests_running + num_requests_waiting). Far fewer at
+    the engines than in flight means the rest are held in front of them (Little's law per stage).
+    """
+    return Ceiling(
+        "client_inflight", "Requests in flight at the clients", concurrency, "requests",
+        f"client_concurrency = {concurrency:g} (context; benchmark concurrency or the gateway's active requests)",
+        {"client_concurrency": concurrency}, held, _fraction(held, concurrency))
+
+
+def _engine_held(signals: dict) -> float | None:
+    """Running plus waiting requests summed over replicas; None unless both are known."""
+    parts = [signals.get("requests_running"), signals.get("requests_waiting")]
+    if any(p is None for p in parts):
+        return None
+    total = 0.0
+    for key, value in zip(("requests_running", "requests_waiting"), parts):
+        values = value.values() if isinstance(value, dict) else [value]
+        total += sum(_pos_or_zero(v, key) for v in values)
+    return total
+
+
 # ---------------------------------------------------------------- putting it together
 
 def _gpu(context: dict, hardware: Hardware, warnings: list) -> GpuSpec | None:
@@ -488,6 +513,9 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
     if context.get("max_num_seqs") is not None:
         out.append(batch_cap_ceiling(_pos(context["max_num_seqs"], "max_num_seqs"),
                                      _signal(signals, "requests_running", how="max")))
+    if context.get("client_concurrency") is not None:
+        out.append(client_inflight_ceiling(_pos(context["client_concurrency"], "client_concurrency"),
+                                           _engine_held(signals)))
     if "allreduce" in context or "nccl_busbw_gb_per_s" in signals:
         out.extend(_allreduce(m, gpu, context, signals, hardware, warnings))
     return out, warnings

@@ -17,6 +17,11 @@ from perfdoctor.symptoms.snapshot import Snapshot
 MIN_EVIDENCE_SHIFT = 0.005
 CHAIN_MIN_PROBABILITY = 0.5  # a mechanism is part of the explanation when it is more likely on than off
 IMPOSSIBLE_FRACTION = 1.1  # observed above a hardware ceiling: the inputs, not the hardware, are wrong
+OFF_CONTEXT_HINTS = {
+    None: "check context.tp, gpus_per_replica, replicas",
+    "running_batch_cap": "check context.max_num_seqs",
+    "client_inflight": "the engines hold more than these clients send: other traffic, or check context.client_concurrency",
+}
 
 
 @dataclass
@@ -124,7 +129,7 @@ class Engine:
                 continue
             if c.fraction_of_ceiling > IMPOSSIBLE_FRACTION:
                 notes.append(f"{c.id}: observed is {c.fraction_of_ceiling:.2f}x the ceiling, so the context is off "
-                             f"(check context.tp, gpus_per_replica, replicas); {sid} not used")
+                             f"({OFF_CONTEXT_HINTS.get(c.id, OFF_CONTEXT_HINTS[None])}); {sid} not used")
                 continue
             derived[sid] = c.fraction_of_ceiling
         derived_before = self._baseline_ceilings(snap)

@@ -15,6 +15,7 @@ def main():
            "workload: inference|training. gpu: as nvidia-smi prints it, or short (H100, A100-80GB, RTX-3090).",
            "disaggregated: true|false (prefill and decode on separate workers), only when the source says so.",
            "max_num_seqs: the running-batch cap the engine was started with (--max-num-seqs, --max-running-requests, max_batch_size), only when the source gives it.",
+           "client_concurrency: requests the clients had in flight in the current state (benchmark concurrency, e.g. --max-concurrency 64, or a stated number of concurrent clients), only when the source gives the number.",
            "model_config: the path of a Hugging Face config.json next to the case (rarely available); put engine flags in description.", ""]
     gpus = yaml.safe_load((KB / "hardware" / "gpus.yaml").read_text())
     out.append("GPU ids in the catalog: " + ", ".join(g["id"] for g in gpus))

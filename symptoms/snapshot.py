@@ -14,10 +14,12 @@ SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0}
 WORKLOAD_ALIASES = {"serving": "inference", "inference": "inference", "train": "training", "training": "training"}
 CONTEXT_ALIASES = {"tensor_parallel": "tp", "tensor_parallel_size": "tp", "tp_size": "tp",
                    "pipeline_parallel": "pp", "pipeline_parallel_size": "pp",
-                   "max_running_requests": "max_num_seqs", "max_batch_size": "max_num_seqs"}
+                   "max_running_requests": "max_num_seqs", "max_batch_size": "max_num_seqs",
+                   "max_concurrency": "client_concurrency", "concurrency": "client_concurrency"}
 TOP_KEYS = {"context", "changes", "baseline", "current"}
 POSITIVE_CONTEXT = {"nodes", "gpus_per_node", "model_params_b", "tp", "pp", "dp", "tokens_per_step", "gpus_per_replica",
-                    "replicas", "gpus", "world_size", "global_batch_size", "seq_len", "max_num_seqs"}
+                    "replicas", "gpus", "world_size", "global_batch_size", "seq_len", "max_num_seqs",
+                    "client_concurrency"}
 TOP_ALIASES = {"before": "baseline", "after": "current", "now": "current"}
 CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
@@ -26,7 +28,7 @@ CONTEXT_KEYS = {
     "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
     "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
     "tools": dict, "metric_sources": dict, "prometheus": dict, "disaggregated": bool,
-    "max_num_seqs": int,
+    "max_num_seqs": int, "client_concurrency": int,
 }
 
 

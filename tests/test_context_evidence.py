@@ -136,6 +136,31 @@ def test_max_num_seqs_must_be_a_positive_integer(engine):
         parse_snapshot({"context": {"max_num_seqs": 0}, "current": {}}, engine.kb, "test")
 
 
+def test_requests_missing_at_the_engines_point_in_front_of_them(engine):
+    """512 clients in flight while the two engines hold 6 requests between them: the rest wait in front
+    (gateway, proxy, API server). Engines holding all of them, or no running count, say nothing of the sort."""
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "gateway_saturation")
+    now = {"requests_running": {"replica0": 3, "replica1": 3}, "requests_waiting": {"replica0": 0, "replica1": 0},
+           "e2e_p50_s": 0.23}
+    held = _diagnose(engine, {**SERVING, "concurrency": 512}, {}, now)   # alias of client_concurrency
+    full = _diagnose(engine, {**SERVING, "client_concurrency": 6}, {}, now)
+    no_running = _diagnose(engine, {**SERVING, "client_concurrency": 512}, {},
+                           {k: v for k, v in now.items() if k != "requests_running"})
+    assert held.observations["requests_held_before_engine"].present
+    assert full.observations["requests_held_before_engine"].present is False
+    assert "requests_held_before_engine" not in no_running.observations
+    assert held.hypotheses[0].id == "gateway_saturation"
+    assert p(held) > 3 * p(full)
+    ceiling = next(c for c in held.ceilings if c.id == "client_inflight")
+    assert (ceiling.value, ceiling.observed) == (512, 6)
+
+
+def test_engines_holding_more_than_the_clients_send_is_flagged(engine):
+    d = _diagnose(engine, {**SERVING, "client_concurrency": 8}, {}, {"requests_running": 30, "requests_waiting": 10})
+    assert "requests_held_before_engine" not in d.observations
+    assert any("client_inflight" in w and "other traffic" in w for w in d.warnings)
+
+
 def test_gpu_peer_access_missing_points_at_the_pcie_path(engine):
     """The same busbw shortfall on a PCIe box: with GPU peer-to-peer unavailable the PCIe path is the suspect."""
     base, now = {"nccl_busbw_gb_per_s": 20.0}, {"nccl_busbw_gb_per_s": 6.0}
