@@ -1,5 +1,6 @@
 """Registry of tool-output parsers and `load_artifact`, which picks one by content or by name."""
 import gzip
+import re
 
 from perfdoctor.errors import InputError
 
@@ -28,8 +29,12 @@ def detect_kind(text: str) -> str | None:
     return next((k for k, det, _ in PARSERS if det(text)), None)
 
 
+# terminal colour/underline codes: nvidia-smi topo -m underlines its header even when piped to a file
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def read_text(path: str) -> str:
-    """File contents as text; .gz (e.g. Kineto traces) is unpacked."""
+    """File contents as text; .gz (e.g. Kineto traces) is unpacked, terminal escape codes removed."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -40,7 +45,7 @@ def read_text(path: str) -> str:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as e:
             raise InputError(path, "gzip", f"cannot unpack: {e}") from None
-    return raw.decode("utf-8", errors="replace")
+    return _ANSI.sub("", raw.decode("utf-8", errors="replace"))
 
 
 def load_artifact(path: str, kind: str | None = None) -> Artifact:

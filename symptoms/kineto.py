@@ -49,7 +49,8 @@ def parse(text: str, where: str) -> Artifact:
     if not isinstance(events, list):
         fail(where, 1, "traceEvents", "no traceEvents list: not a PyTorch profiler trace")
     spans = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e and "ts" in e]
-    steps = [e for e in spans if _STEP.match(str(e.get("name", "")))]
+    # the CPU-side spans; newer PyTorch also writes a short gpu_user_annotation copy of each on the GPU row
+    steps = [e for e in spans if _STEP.match(str(e.get("name", ""))) and e.get("cat") != "gpu_user_annotation"]
     if not steps:
         fail(where, 1, "ProfilerStep", "no ProfilerStep#N spans: profile with torch.profiler.schedule and prof.step()")
     iv = lambda e: (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
@@ -80,6 +81,9 @@ def parse(text: str, where: str) -> Artifact:
         notes.append(f"kernels from {len(devices)} devices in one trace; their union is used")
     notes.append(f"{len(steps)} ProfilerStep spans; GPU time is counted inside the CPU-side step windows, "
                  "so kernels that run after their step's CPU span are credited to the next step")
+    if not nccl and any(str(e.get("name", "")).startswith("nccl:") for e in spans):
+        notes.append("nccl:* calls on the CPU but no NCCL kernels on the GPU (world size 1, or the collectives ran "
+                     "outside the recorded steps): comm_time_frac is 0")
     if nccl:
         notes.append("comm_time_frac counts all NCCL kernel time, including any that overlaps compute")
     ctx = {"rank": rank, "steps": len(steps)}

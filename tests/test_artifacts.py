@@ -552,3 +552,98 @@ def test_unknown_kind_and_missing_file(tmp_path):
         load("iostat-x_ALL_busy_sda.txt", "sar")
     with pytest.raises(InputError, match="cannot read"):
         load_artifact(str(tmp_path / "nope.txt"))
+
+
+# ---------------------------------------------------------------- real captures on a lent H200 (tests/fixtures/h200)
+
+H200 = LOCAL / "h200"
+DMON_GPM = H200 / "nvidia-smi_dmon_gpm_1xH200_copy_gemm_gemv.txt"
+
+
+def dmon_phase(tmp_path, start: str, end: str) -> Path:
+    """The real H200 dmon capture cut to the rows sampled from start to end (HH:MM:SS), headers kept."""
+    lines = DMON_GPM.read_text().splitlines()
+    rows = [l for l in lines if not l.startswith("#") and start <= l.split()[0] <= end]
+    p = tmp_path / f"dmon_{start.replace(':', '')}.txt"
+    p.write_text("\n".join([l for l in lines if l.startswith("#")] + rows) + "\n")
+    return p
+
+
+@pytest.mark.parametrize("name,kind", [("nvidia-smi_q_1xH200_idle.txt", "nvidia_smi_q"),
+                                       ("nvidia-smi_q_x_1xH200_idle.xml", "nvidia_smi_xml"),
+                                       ("nvidia-smi_1xH200_idle.txt", "nvidia_smi_table"),
+                                       ("nvidia-smi_q_perf_1xH200_under_bf16_gemm.txt", "nvidia_smi_q"),
+                                       ("nvidia-smi_dmon_gpm_1xH200_copy_gemm_gemv.txt", "nvidia_smi_dmon"),
+                                       ("nvidia-smi_topo_m_1xH200.txt", "nvidia_smi_topo"),
+                                       ("kineto_1xH200_slow_dataloader_nccl_rank0.json.gz", "kineto")])
+def test_h200_captures_are_detected(name, kind):
+    assert load_artifact(str(H200 / name)).kind == kind
+
+
+def test_h200_idle_q_and_xml_agree():
+    q, x = load_artifact(str(H200 / "nvidia-smi_q_1xH200_idle.txt")), load_artifact(str(H200 / "nvidia-smi_q_x_1xH200_idle.xml"))
+    for a in (q, x):
+        assert a.context["gpu"] == "NVIDIA H200" and a.context["driver"] == "580.159.04"
+        assert a.signals["power_limit_w"] == {"gpu0": 700.0}
+        assert a.signals["sm_clock_mhz"] == {"gpu0": 345.0}
+        assert a.signals["throttle_reasons"] == {"gpu0": []}
+        assert a.signals["pcie_link_gen"] == {"gpu0": 5.0}
+
+
+def test_h200_under_gemm_is_power_capped():
+    """bf16 GEMMs draw the H200 to its 700 W cap; the SM clock falls from 1980 to 1425 MHz."""
+    a = load_artifact(str(H200 / "nvidia-smi_q_perf_1xH200_under_bf16_gemm.txt"))
+    assert a.signals["throttle_reasons"] == {"gpu0": ["sw_power_cap"]}
+    assert a.signals["sm_clock_mhz"] == {"gpu0": 1425.0}
+    assert a.signals["power_w"]["gpu0"] == pytest.approx(647.7)
+
+
+def test_h200_topo_single_gpu_underlined_header():
+    """nvidia-smi underlines the topo header with terminal escape codes even into a file."""
+    assert "\x1b[4m" in (H200 / "nvidia-smi_topo_m_1xH200.txt").read_text()
+    a = load_artifact(str(H200 / "nvidia-smi_topo_m_1xH200.txt"))
+    assert a.context["gpu_count"] == 1
+    assert a.context["cpu_affinity"] == {"gpu0": "0-15"}
+
+
+def test_dmon_gpm_whole_capture():
+    a = load_artifact(str(DMON_GPM))
+    assert a.context["samples"] == {"gpu0": 39}
+    assert set(a.signals) >= {"gpu_util", "sm_active", "tensor_active", "dram_active", "throttle_reasons"}
+    assert a.signals["throttle_reasons"] == {"gpu0": ["sw_power_cap"]}   # 7 of 39 intervals at pviol 100
+    assert any("power-capped for 18%" in n for n in a.notes)
+
+
+def test_dmon_gpm_gemv_is_hbm_bound_with_idle_tensor_cores(tmp_path, kb):
+    """Batch-1 GEMV (what decode does): 'GPU util' 99% while tensor pipes are 3% busy and DRAM 88%."""
+    a = load_artifact(str(dmon_phase(tmp_path, "17:56:55", "17:57:00")))
+    s = {k: v["gpu0"] for k, v in a.signals.items() if k != "throttle_reasons"}
+    assert s["gpu_util"] >= 0.97
+    assert s["tensor_active"] == pytest.approx(0.03)
+    assert s["dram_active"] == pytest.approx(0.88)
+    assert a.signals["throttle_reasons"] == {"gpu0": []}
+    from perfdoctor.engine.findings import evaluate
+    from perfdoctor.symptoms.snapshot import Snapshot
+    obs = evaluate(kb, Snapshot(source="h200 dmon", current=a.signals))
+    assert obs["tensor_active_low"].present and obs["dram_active_high"].present
+    assert not obs["tensor_active_high"].present
+
+
+def test_dmon_gpm_gemm_is_tensor_bound_and_power_capped(tmp_path):
+    a = load_artifact(str(dmon_phase(tmp_path, "17:56:46", "17:56:50")))
+    assert a.signals["tensor_active"]["gpu0"] == pytest.approx((93 + 92 + 92 + 87 + 92) / 500)
+    assert a.signals["dram_active"]["gpu0"] < 0.2
+    assert a.signals["sm_clock_mhz"]["gpu0"] < 1500
+    assert a.signals["throttle_reasons"] == {"gpu0": ["sw_power_cap"]}
+
+
+def test_kineto_real_h200_slow_dataloader():
+    """A real trace: 32 samples x 2 ms of CPU work per step, NCCL all_reduce at world size 1 (no NCCL kernels).
+    The GPU-row copies of ProfilerStep (gpu_user_annotation) are not steps."""
+    a = load_artifact(str(H200 / "kineto_1xH200_slow_dataloader_nccl_rank0.json.gz"))
+    assert a.context["steps"] == 3 and a.context["world_size"] == 1 and a.context["gpu"] == "NVIDIA H200"
+    assert a.signals["step_time_s"]["rank0"] == pytest.approx((73891.607 + 74293.87 + 76015.747) / 3e6)
+    assert a.signals["dataloader_wait_frac"]["rank0"] > 0.9
+    assert a.signals["gpu_idle_frac"]["rank0"] > 0.95
+    assert a.signals["comm_time_frac"] == {"rank0": 0.0}
+    assert any("no NCCL kernels" in n for n in a.notes)
