@@ -87,3 +87,18 @@ def test_foreign_file_is_a_one_line_error(tmp_path, spec, fragment):
 def test_no_evidence_at_all():
     r = run("diagnose")
     assert r.exit_code == 2 and "no evidence" in r.output
+
+
+def test_real_h200_decode_like_gemv_is_memory_bound_not_compute(tmp_path):
+    """The batch-1 GEMV rows of a real H200 dmon capture: util 99% and SM active 86%, but DRAM 88% and
+    tensor pipes 3%. Utilization is a symptom: the ranking must say HBM-bound decode, not compute."""
+    dmon = REPO / "tests" / "fixtures" / "h200" / "nvidia-smi_dmon_gpm_1xH200_copy_gemm_gemv.txt"
+    lines = dmon.read_text().splitlines()
+    rows = [l for l in lines if not l.startswith("#") and "17:56:55" <= l.split()[0] <= "17:57:00"]
+    excerpt = tmp_path / "dmon_gemv.txt"
+    excerpt.write_text("\n".join([l for l in lines if l.startswith("#")] + rows) + "\n")
+    r = run("diagnose", "--artifact", excerpt, "--format", "json")
+    assert r.exit_code == 0, r.output
+    ids = ranking(r.output)
+    assert ids[0] == "decode_memory_bound"
+    assert ids.index("prefill_compute_bound") > 0
