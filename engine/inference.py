@@ -14,6 +14,9 @@ Method
    P(cause i on, S, evidence) for every i at once.
 4. Mechanism findings depend on S only: their likelihood L(S) is a product of precomputed columns.
 5. P(cause i | evidence) = sum_S J_i(S) L(S) / sum_S D(S) L(S).
+An absent finding's likelihood is raised to `absent_weight` (< 1 tempers it): an observed absence is weaker
+evidence than a presence (a threshold just missed, a value read from an averaged dashboard, a symptom that
+comes and goes). P(off | ...)^w is still a product over parents, so every step above stays exact.
 Exact up to floating point; `tests/test_inference.py` checks it against brute force and pgmpy.
 """
 from dataclasses import dataclass
@@ -48,11 +51,11 @@ class Joint:
 class ExactInference:
     """Precomputes evidence-independent tables once (cold start); `query` is the warm path."""
 
-    def __init__(self, net: NoisyOrNetwork):
+    def __init__(self, net: NoisyOrNetwork, absent_weight: float = 1.0):
         n = len(net.mechanisms)
         if n > MAX_MECHANISMS:
             raise ValueError(f"{n} mechanisms: exact inference supports at most {MAX_MECHANISMS}")
-        self.net, self.n = net, n
+        self.net, self.n, self.w = net, n, absent_weight
         states = np.arange(2 ** n)
         self.bits = ((states[:, None] >> (n - 1 - np.arange(n))) & 1).astype(float)
         off = 1.0 - self.bits
@@ -71,7 +74,7 @@ class ExactInference:
         for f, present in evidence.items():
             k = self.mech_index.get(f)
             if k is not None:
-                L *= (1.0 - self.P0[:, k]) if present else self.P0[:, k]
+                L *= (1.0 - self.P0[:, k]) if present else self.P0[:, k] ** self.w
         return L
 
     def query(self, evidence: dict, prior: np.ndarray | None = None) -> Joint:
@@ -100,8 +103,8 @@ class ExactInference:
             if k is None or (m := self.mode_of(k)) < 0:
                 continue
             q, q0 = self.q_sig[self.net.mode_cause[m], k], self.q0_sig[k]
-            on[m] *= (1.0 - q0 * q) if present else q0 * q
-            off[m] *= (1.0 - q0) if present else q0
+            on[m] *= (1.0 - q0 * q) if present else (q0 * q) ** self.w
+            off[m] *= (1.0 - q0) if present else q0 ** self.w
         return on, off
 
     def _cause_side(self, evidence, p, mode_on, mode_off):
@@ -121,8 +124,8 @@ class ExactInference:
             parents = self.sig_parents[k]
             q, q0 = self.q_sig[:, k], self.q0_sig[k]
             if not present:
-                const *= q0
-                v = v * q
+                const *= q0 ** self.w
+                v = v * q ** self.w
             elif len(parents) == 1:
                 i = parents[0]
                 u[i] *= 1.0 - q0

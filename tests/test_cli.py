@@ -37,11 +37,14 @@ def test_diagnose_text_and_markdown():
         assert part in md
 
 
-def test_probe_command():
+def test_probe_command_asks_only_for_missing_signals():
+    import yaml
     r = run("probe", EXAMPLE, "--format", "json")
     assert r.exit_code == 0
-    ids = [p["id"] for p in json.loads(r.output)["next_probes"]]
-    assert ids and "serving_load" not in ids
+    probes = json.loads(r.output)["next_probes"]
+    snapshot = yaml.safe_load(open(EXAMPLE))
+    known = set(snapshot["current"]) | set(snapshot.get("baseline", {}))
+    assert probes and all(p["signals"] and not set(p["signals"]) & known for p in probes)
 
 
 def test_tech_table_and_detail():
