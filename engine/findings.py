@@ -61,8 +61,10 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
 
 def _evaluate(kb, snap, sid, signal, finding):
     obs = _evaluate_rule(kb, snap, sid, signal, finding)
-    if obs is not None and finding.rule.when is not None:
-        obs = _apply_condition(kb, snap, finding.rule.when, obs)
+    for cond in finding.rule.conditions:
+        if obs is None:
+            break
+        obs = _apply_condition(kb, snap, cond, obs)
     return obs
 
 

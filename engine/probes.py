@@ -35,7 +35,7 @@ def probe_findings(kb: KB, inf: ExactInference, signals: list[str]) -> list[str]
     for sid in signals:
         fids = [change_finding_id(c) for c in kb.changes] if sid == "changes" else \
             [f.id for f in kb.signals[sid].findings]
-        fids += [f.id for s in kb.signals.values() for f in s.findings if f.rule.when and f.rule.when.signal == sid]
+        fids += [f.id for s in kb.signals.values() for f in s.findings if sid in [c.signal for c in f.rule.conditions]]
         out += [f for f in fids if (f in inf.mech_index or f in inf.sig_index) and f not in out]
     return out
 

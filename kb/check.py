@@ -123,11 +123,11 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
             others = [f.rule.fraction_of.signal] if f.rule.fraction_of else \
                 [f.rule.tail_ratio_up.median_signal] if f.rule.tail_ratio_up else \
                 f.rule.parts_share.parts if f.rule.parts_share else []
-            if f.rule.when:
-                others = others + [f.rule.when.signal]
-                if f.rule.when.signal in kb.signals and kb.signals[f.rule.when.signal].kind in ("bool", "string", "list"):
+            for cond in f.rule.conditions:
+                others = others + [cond.signal]
+                if cond.signal in kb.signals and kb.signals[cond.signal].kind in ("bool", "string", "list"):
                     out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.when",
-                                     f"a condition needs a numeric signal, '{f.rule.when.signal}' is not"))
+                                     f"a condition needs a numeric signal, '{cond.signal}' is not"))
             if f.rule.complement and (kind not in ("ratio_up", "ratio_down") or signal.kind != "fraction"):
                 out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.complement",
                                  "complement applies to a ratio rule on a fraction signal"))

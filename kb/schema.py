@@ -94,7 +94,7 @@ class Rule(Entry):
     left_baseline_value: str | None = None    # the baseline showed this value, the current no longer does
     parts_share: PartsShare | None = None
     aggregate: Literal["max", "min", "median", "mean"] | None = None
-    when: Condition | None = None    # the finding holds only while this other signal also holds
+    when: Condition | list[Condition] | None = None    # the finding holds only while these other signals also hold
     unless_changed: list[str] | None = None   # a baseline comparison these reported changes make moot
     complement: bool | None = None   # ratio rules on a fraction compare 1 - value (a miss rate, not a hit rate)
 
@@ -104,6 +104,10 @@ class Rule(Entry):
         if len(tests) != 1:
             raise ValueError(f"a rule needs exactly one test, got {tests or 'none'}")
         return self
+
+    @property
+    def conditions(self) -> list[Condition]:
+        return self.when if isinstance(self.when, list) else [self.when] if self.when else []
 
     @property
     def kind(self) -> str:

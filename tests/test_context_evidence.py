@@ -124,6 +124,23 @@ def test_running_batch_at_the_configured_cap_points_at_the_cap(engine):
     assert (cap.value, cap.observed, cap.fraction_of_ceiling) == (8, 8, 1.0)
 
 
+def test_a_cap_that_binds_before_memory_outweighs_a_load_surge(engine):
+    """At the cap with requests waiting, a full KV cache says memory would stop admission anyway (a surge);
+    a roomy one says the cap is what holds requests back. Both conditions of the finding must hold."""
+    base = {"requests_running": {"replica0": 50}, "requests_waiting": {"replica0": 0}}
+    def run(kv):
+        now = {"requests_running": {"replica0": 50}, "requests_waiting": {"replica0": 200}, "kv_cache_usage": kv,
+               "ttft_p50_s": 20.0, "queue_time_p50_s": 19.0}
+        return _diagnose(engine, {**SERVING, "max_num_seqs": 50}, base, now)
+    roomy, full = run(0.3), run(0.95)
+    assert roomy.observations["running_at_cap_with_kv_room"].present
+    assert full.observations["running_at_cap_with_kv_room"].present is False
+    assert full.observations["running_at_batch_cap"].present
+    assert roomy.hypotheses[0].id == "batching_underutilization"
+    rank = lambda d, rc: [h.id for h in d.hypotheses].index(rc)
+    assert rank(full, "batching_underutilization") > rank(roomy, "batching_underutilization")
+
+
 def test_running_batch_above_its_cap_means_the_context_is_off(engine):
     now = {"requests_running": 60, "requests_waiting": 5}
     d = _diagnose(engine, {**SERVING, "max_num_seqs": 16}, {}, now)
