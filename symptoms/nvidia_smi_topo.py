@@ -1,6 +1,7 @@
 """`nvidia-smi topo -m` (optionally followed by `topo -p2p <x>`) -> topology in context and notes.
 
-Link types, nearest NICs, CPU/NUMA affinity and P2P status go to context, a summary to notes. With a P2P
+Link types, nearest NICs, CPU/NUMA affinity and P2P status go to context, a summary to notes; the path types
+between GPU pairs fill the signal gpu_pair_paths. With a P2P
 matrix (read, write, atomics or prop; not the NVLink one, `-p2p n`) the signal gpu_p2p_ok says whether every
 GPU pair shows OK.
 """
@@ -107,4 +108,6 @@ def parse(text: str, where: str) -> Artifact:
     if numa and len(set(numa.values())) > 1:
         notes.append("GPUs span NUMA nodes " + ", ".join(sorted(set(numa.values()))) + ": pin each rank to its GPU's node")
     signals = {"gpu_p2p_ok": not bad} if p2p else {}
+    if links:
+        signals["gpu_pair_paths"] = sorted({"NVLINK" if v.startswith("NV") else v for v in links.values()}, key=_rank)
     return Artifact("nvidia_smi_topo", signals, ctx, notes)

@@ -306,7 +306,7 @@ def test_dmon_mutc_time_date_columns():
 def test_topo_8xa100_nvswitch_and_nics():
     a = load("nvidia-smi_topo_m_8xA100_nv12_17nics.txt")
     c = a.context
-    assert a.signals == {}
+    assert a.signals == {"gpu_pair_paths": ["NVLINK"]}
     assert c["gpu_count"] == 8 and c["nic_count"] == 17
     assert len(c["gpu_links"]) == 28 and set(c["gpu_links"].values()) == {"NV12"}
     assert c["nearest_nic"]["gpu0"] == {"link": "PXB", "nics": ["mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5"]}
@@ -324,7 +324,7 @@ def test_topo_2x2080ti_pix_p2p_not_supported():
     assert c["cpu_affinity"] == {"gpu0": "24-47,72-95", "gpu1": "24-47,72-95"}
     assert c["numa_affinity"] == {"gpu0": "1", "gpu1": "1"}
     assert "gpu0-gpu1 PIX; P2P not supported (NS)" in a.notes
-    assert a.signals == {"gpu_p2p_ok": False}
+    assert a.signals == {"gpu_p2p_ok": False, "gpu_pair_paths": ["PIX"]}
 
 
 def test_topo_p2p_ok_everywhere_and_nvlink_matrix_ignored(tmp_path):
@@ -332,11 +332,19 @@ def test_topo_p2p_ok_everywhere_and_nvlink_matrix_ignored(tmp_path):
     text = (REAL / "nvidia-smi_topo_m_2x2080ti_pix_p2p_not_supported.txt").read_text()
     ok = tmp_path / "ok.txt"
     ok.write_text(text.replace("X       NS", "X       OK").replace("NS      X", "OK      X"))
-    assert load_artifact(str(ok)).signals == {"gpu_p2p_ok": True}
+    assert load_artifact(str(ok)).signals == {"gpu_p2p_ok": True, "gpu_pair_paths": ["PIX"]}
     nvlink = tmp_path / "nvlink.txt"
     nvlink.write_text(text.replace("topo -p2p p", "topo -p2p n"))
     a = load_artifact(str(nvlink))
-    assert a.signals == {} and "p2p" not in a.context
+    assert a.signals == {"gpu_pair_paths": ["PIX"]} and "p2p" not in a.context
+
+
+def test_topo_2x5090_through_the_host_bridge():
+    """Two GeForce cards whose only path is PHB: the pair talks through the CPU's PCIe root."""
+    a = load_artifact(str(LOCAL / "nvidia-smi_topo_m_2x5090_phb.txt"))
+    assert a.kind == "nvidia_smi_topo"
+    assert a.context["gpu_links"] == {"gpu0-gpu1": "PHB"}
+    assert a.signals == {"gpu_pair_paths": ["PHB"]}
 
 
 # ---------------------------------------------------------------- nccl-tests
@@ -602,7 +610,7 @@ def test_h200_topo_single_gpu_underlined_header():
     """nvidia-smi underlines the topo header with terminal escape codes even into a file."""
     assert "\x1b[4m" in (H200 / "nvidia-smi_topo_m_1xH200.txt").read_text()
     a = load_artifact(str(H200 / "nvidia-smi_topo_m_1xH200.txt"))
-    assert a.context["gpu_count"] == 1
+    assert a.context["gpu_count"] == 1 and "gpu_pair_paths" not in a.signals
     assert a.context["cpu_affinity"] == {"gpu0": "0-15"}
 
 

@@ -24,6 +24,23 @@ def test_socket_fallback_log_points_at_rdma_not_in_use():
     assert ranking(r.output)[0] == "gpudirect_rdma_disabled"
 
 
+def test_gpu_pairs_through_the_cpu_point_at_the_pcie_path(tmp_path):
+    """Tensor-parallel decode got slower on two GPUs; the real topo -m shows their only path crosses the CPU's
+    PCIe host bridge (PHB), which moves the PCIe path and TP communication up against an NVLink topology."""
+    snap = tmp_path / "s.yaml"
+    snap.write_text("context: {workload: inference, nodes: 1, gpus_per_node: 2, tp: 2}\n"
+                    "baseline: {itl_p50_s: 0.020}\ncurrent: {itl_p50_s: 0.034}\n")
+    phb = json.loads(run("diagnose", snap, "--artifact", REPO / "tests" / "fixtures" / "nvidia-smi_topo_m_2x5090_phb.txt",
+                         "--format", "json").output)
+    nvlink = json.loads(run("diagnose", snap, "--artifact", REAL / "nvidia-smi_topo_m_8xA100_nv12_17nics.txt",
+                            "--format", "json").output)
+    assert phb["observations"]["gpu_pairs_via_cpu"]["present"]
+    assert nvlink["observations"]["gpu_pairs_via_cpu"]["present"] is False
+    p = lambda out, rc: next(h["probability"] for h in out["hypotheses"] if h["id"] == rc)
+    for rc in ("pcie_link_degradation", "tensor_parallel_comm"):
+        assert p(phb, rc) > 2 * p(nvlink, rc)
+
+
 def test_power_cap_at_idle_is_not_a_throttle():
     """Two A40s report SW power cap while idle at 25-30 W: the parser notes it, the ranking must not blame clocks."""
     r = run("diagnose", "--artifact", REAL / "nvidia-smi_q_10xA40_sw_power_cap.txt", "--format", "json")
