@@ -215,3 +215,22 @@ def test_slower_steps_with_much_less_memory_in_use_point_at_a_training_setting(e
     assert less.observations["vram_use_down"].present and same.observations["vram_use_down"].present is False
     assert less.hypotheses[0].id == "training_config_regression"
     assert p(less) > 2 * p(same)
+
+
+@pytest.mark.parametrize("setting, before, after, finding", [
+    ("activation_checkpointing", False, True, "checkpointing_turned_on"),
+    ("micro_batch_size", 8, 2, "micro_batch_down"),
+    ("sharding_strategy", "zero2", "zero3", "sharding_changed"),
+    ("compute_dtype", "bf16", "fp32", "precision_changed"),
+])
+def test_a_changed_training_setting_points_at_the_config(engine, setting, before, after, finding):
+    """The same slower step with the two runs' settings known: the changed setting names the config as the cause;
+    the same setting unchanged counts against it."""
+    context = {"workload": "training", "nodes": 4, "gpus_per_node": 8}
+    base, now = {"step_time_s": 1.0, "comm_time_frac": 0.2}, {"step_time_s": 1.4, "comm_time_frac": 0.3}
+    changed = _diagnose(engine, context, {**base, setting: before}, {**now, setting: after})
+    same = _diagnose(engine, context, {**base, setting: before}, {**now, setting: before})
+    assert changed.observations[finding].present and same.observations[finding].present is False
+    assert changed.hypotheses[0].id == "training_config_regression"
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "training_config_regression")
+    assert p(changed) > 2 * p(same)
