@@ -234,3 +234,19 @@ def test_a_changed_training_setting_points_at_the_config(engine, setting, before
     assert changed.hypotheses[0].id == "training_config_regression"
     p = lambda d: next(h.probability for h in d.hypotheses if h.id == "training_config_regression")
     assert p(changed) > 2 * p(same)
+
+
+@pytest.mark.parametrize("gpu, gen, expected", [("A100-80GB", 3, True), ("A100-80GB", 4, False),
+                                                  ("H100-SXM", 4, True), (None, 1, True), (None, 3, False)])
+def test_every_link_below_the_gpus_generation_is_found_without_a_peer_or_baseline(engine, gpu, gen, expected):
+    """All eight links at the same lower generation (a BIOS setting, a riser): no peer stands out, yet the catalog
+    says what the GPU supports (Gen1/Gen2 under load is below any datacenter GPU since 2016)."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 8, **({"gpu": gpu} if gpu else {})}
+    now = {"comm_time_frac": 0.6, "pcie_link_gen": {f"gpu{i}": gen for i in range(8)}}
+    d = _diagnose(engine, ctx, {}, now)
+    found = d.observations.get("pcie_gen_below_spec") or d.observations.get("pcie_gen_legacy")
+    present = any(d.observations[f].present for f in ("pcie_gen_below_spec", "pcie_gen_legacy") if f in d.observations)
+    assert found is not None and present is expected
+    assert not d.observations["pcie_gen_gpu_low"].present
+    rank = [h.id for h in d.hypotheses].index("pcie_link_degradation")
+    assert (rank < 3) is expected
