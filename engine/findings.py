@@ -17,6 +17,11 @@ BASELINE_RULES = {"ratio_up", "ratio_down", "tail_ratio_up", "differs_from_basel
 # finding, not evidence that nothing moved.
 MARGINAL_SHARE = 0.5
 
+# A state read against a fixed bound is marginal the same way: a value short of the bound by less than this share
+# of it (host CPU at 0.86 against 0.9), or a spread across peers above this share of its threshold, is too close
+# to call, not evidence that the state is absent.
+MARGINAL_BAND = 0.1
+
 
 @dataclass
 class Observation:
@@ -110,6 +115,9 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         detail = f"{sid} {_fmt(value, unit)} ({rule.aggregate or ('max' if kind == 'above' else 'min')}) " \
                  f"{'>' if kind == 'above' else '<'} {bound:g}" if present else \
                  f"{sid} {_fmt(value, unit)}, not {'above' if kind == 'above' else 'below'} {bound:g}"
+        near = bound * (1 - MARGINAL_BAND) < value < bound if kind == "above" else bound < value < bound * (1 + MARGINAL_BAND)
+        if not present and bound > 0 and near:
+            return Observation(finding.id, sid, None, detail + ", marginal")
         return Observation(finding.id, sid, present, detail, hit if entity_named and present else [])
     if kind in ("ratio_up", "ratio_down"):
         if sid not in snap.baseline:
@@ -178,6 +186,8 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         spread = (cur[hi] - cur[lo]) / cur[hi] if cur[hi] > 0 else 0.0
         present = spread >= rule.spread_above
         detail = f"{sid} from {_fmt(cur[lo], unit)} ({lo}) to {_fmt(cur[hi], unit)} ({hi}) across {len(cur)}"
+        if not present and spread >= MARGINAL_SHARE * rule.spread_above:
+            return Observation(finding.id, sid, None, detail + f" (spread {spread:.0%}), marginal")
         low = [e for e, v in cur.items() if v <= cur[lo] + 0.25 * (cur[hi] - cur[lo])]
         high = [e for e, v in cur.items() if v >= cur[hi] - 0.25 * (cur[hi] - cur[lo])]
         return Observation(finding.id, sid, present, detail, (high if len(high) <= len(low) else low) if present else [])

@@ -250,3 +250,47 @@ def test_every_link_below_the_gpus_generation_is_found_without_a_peer_or_baselin
     assert not d.observations["pcie_gen_gpu_low"].present
     rank = [h.id for h in d.hypotheses].index("pcie_link_degradation")
     assert (rank < 3) is expected
+
+
+@pytest.mark.parametrize("cpu, expected", [(0.95, True), (0.86, None), (0.7, False)])
+def test_state_just_short_of_its_bound_is_marginal(engine, cpu, expected):
+    # host_cpu_high fires above 0.9; within 10% below the bound it is too close to call, not absent
+    d = _diagnose(engine, {"workload": "training"}, {}, {"host_cpu_util": {"node0": cpu}})
+    assert d.observations["host_cpu_high"].present is expected
+
+
+@pytest.mark.parametrize("running, expected", [({"r0": 60, "r1": 20}, True), ({"r0": 60, "r1": 40}, None),
+                                               ({"r0": 60, "r1": 55}, False)])
+def test_moderate_spread_across_replicas_is_marginal(engine, running, expected):
+    # running_uneven needs a 50% spread; 33% is neither an even load nor a clear imbalance
+    d = _diagnose(engine, SERVING, {}, {"requests_running": running})
+    assert d.observations["running_uneven"].present is expected
+    assert ("running_uneven" in engine.evidence(d.observations)) is (expected is not None)
+
+
+def _p(d, cause):
+    return next(h.probability for h in d.hypotheses if h.id == cause)
+
+
+def test_long_prompts_without_baseline_point_at_prefill(engine):
+    """No before-state: 30k-token prompts are themselves evidence for the prefill-side causes."""
+    short = _diagnose(engine, SERVING, {}, {"prompt_tokens_mean": 500, "ttft_p50_s": 8.0})
+    long = _diagnose(engine, SERVING, {}, {"prompt_tokens_mean": 30000, "ttft_p50_s": 8.0})
+    assert long.observations["prompt_tokens_long"].present and not short.observations["prompt_tokens_long"].present
+    for cause in ("prefill_compute_bound", "prompt_length_growth", "head_of_line_blocking"):
+        assert _p(long, cause) > _p(short, cause)
+    # prompts that were just as long in the good state say nothing about what changed
+    same = _diagnose(engine, SERVING, {"prompt_tokens_mean": 30000}, {"prompt_tokens_mean": 30000, "ttft_p50_s": 8.0})
+    assert same.observations["prompt_tokens_long"].present is None
+
+
+def test_no_prefix_hits_on_long_prompts_points_at_the_prefix_cache(engine):
+    now = {"prompt_tokens_mean": 50000, "ttft_p50_s": 6.0, "prefix_cache_hit_rate": 0.0}
+    cold = _diagnose(engine, SERVING, {}, now)
+    warm = _diagnose(engine, SERVING, {}, {**now, "prefix_cache_hit_rate": 0.9})
+    assert cold.observations["prefix_hits_near_zero_long_prompts"].present
+    assert cold.hypotheses[0].id == "prefix_cache_degradation"
+    assert _p(cold, "prefix_cache_degradation") > 2 * _p(warm, "prefix_cache_degradation")
+    # short prompts (a classifier, embeddings) rarely share prefixes: no hits there is no evidence
+    short = _diagnose(engine, SERVING, {}, {**now, "prompt_tokens_mean": 300})
+    assert short.observations["prefix_hits_near_zero_long_prompts"].present is False
