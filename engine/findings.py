@@ -81,9 +81,11 @@ def _apply_condition(kb, snap, cond, obs):
     holds = value > cond.above if cond.above is not None else value < cond.below
     bound = f"{'>' if cond.above is not None else '<'} {cond.above if cond.above is not None else cond.below:g}"
     shown = f"{cond.signal} {_fmt(value, kb.signals[cond.signal].unit)} ({cond.aggregate})"
+    if isinstance(value, bool):   # a bool condition reads true as 1
+        shown, bound = f"{cond.signal} is {str(value).lower()}", ""
     if not holds:
-        return Observation(obs.finding, obs.signal, False, f"{obs.detail}; but {shown} is not {bound}")
-    return Observation(obs.finding, obs.signal, obs.present, f"{obs.detail}; {shown} {bound}", obs.entities)
+        return Observation(obs.finding, obs.signal, False, f"{obs.detail}; but {shown}" + (f" is not {bound}" if bound else ""))
+    return Observation(obs.finding, obs.signal, obs.present, f"{obs.detail}; {shown} {bound}".rstrip(), obs.entities)
 
 
 def _ratio(now, base):

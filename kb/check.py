@@ -125,9 +125,9 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
                 f.rule.parts_share.parts if f.rule.parts_share else []
             for cond in f.rule.conditions:
                 others = others + [cond.signal]
-                if cond.signal in kb.signals and kb.signals[cond.signal].kind in ("bool", "string", "list"):
+                if cond.signal in kb.signals and kb.signals[cond.signal].kind in ("string", "list"):
                     out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.when",
-                                     f"a condition needs a numeric signal, '{cond.signal}' is not"))
+                                     f"a condition needs a numeric or bool signal (true reads as 1), '{cond.signal}' is not"))
             if f.rule.complement and (kind not in ("ratio_up", "ratio_down") or signal.kind != "fraction"):
                 out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule.complement",
                                  "complement applies to a ratio rule on a fraction signal"))

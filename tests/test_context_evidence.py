@@ -294,3 +294,15 @@ def test_no_prefix_hits_on_long_prompts_points_at_the_prefix_cache(engine):
     # short prompts (a classifier, embeddings) rarely share prefixes: no hits there is no evidence
     short = _diagnose(engine, SERVING, {}, {**now, "prompt_tokens_mean": 300})
     assert short.observations["prefix_hits_near_zero_long_prompts"].present is False
+
+
+def test_p2p_forced_over_the_cpu_root_complex_points_at_pcie(engine):
+    """GPUs that meet only at the CPU (NODE in topo -m) with peer-to-peer forced on: the PCIe path is the suspect."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 4}
+    now = {"nccl_busbw_gb_per_s": 2, "gpu_pair_paths": {"node0": ["NODE"]}}
+    forced = _diagnose(engine, ctx, {"nccl_busbw_gb_per_s": 18}, {**now, "gpu_p2p_ok": {"node0": True}})
+    off = _diagnose(engine, ctx, {"nccl_busbw_gb_per_s": 18}, {**now, "gpu_p2p_ok": {"node0": False}})
+    obs = forced.observations["p2p_forced_through_cpu"]
+    assert obs.present and "gpu_p2p_ok is true" in obs.detail
+    assert off.observations["p2p_forced_through_cpu"].present is False
+    assert forced.hypotheses[0].id == "pcie_link_degradation"
