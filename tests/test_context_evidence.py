@@ -306,3 +306,18 @@ def test_p2p_forced_over_the_cpu_root_complex_points_at_pcie(engine):
     assert obs.present and "gpu_p2p_ok is true" in obs.detail
     assert off.observations["p2p_forced_through_cpu"].present is False
     assert forced.hypotheses[0].id == "pcie_link_degradation"
+
+
+def test_a_few_requests_waiting_very_long_points_at_head_of_line_blocking(engine):
+    """Queue P50 0.2 s, P99 40 s: most requests pass, a few wait behind big work (not an overload, where all wait)."""
+    now = {"ttft_p50_s": 0.7, "ttft_p99_s": 42.0, "queue_time_p50_s": 0.2, "requests_waiting": 6}
+    tail = _diagnose(engine, SERVING, {}, {**now, "queue_time_p99_s": 40.0})
+    flat = _diagnose(engine, SERVING, {}, {**now, "queue_time_p99_s": 0.6})
+    assert tail.observations["queue_tail_widened"].present
+    assert flat.observations["queue_tail_widened"].present is False
+    assert _p(tail, "head_of_line_blocking") > _p(flat, "head_of_line_blocking")
+    assert _p(tail, "head_of_line_blocking") > _p(tail, "load_surge")
+    # everyone waits longer under overload: P50 and P99 grew together, so the tail did not widen
+    both = _diagnose(engine, SERVING, {"queue_time_p50_s": 0.1, "queue_time_p99_s": 1.0},
+                     {"queue_time_p50_s": 4.0, "queue_time_p99_s": 30.0})
+    assert both.observations["queue_tail_widened"].present is False
