@@ -76,7 +76,7 @@ def _evaluate(kb, snap, sid, signal, finding):
 def _apply_condition(kb, snap, cond, obs):
     """A finding with `when` holds only while the other signal holds too; unknown while that one is unmeasured."""
     if cond.signal not in snap.current:
-        return None
+        return obs if cond.missing == "skip" else None
     value = AGGREGATES[cond.aggregate](_values(snap.current[cond.signal]).values())
     holds = value > cond.above if cond.above is not None else value < cond.below
     bound = f"{'>' if cond.above is not None else '<'} {cond.above if cond.above is not None else cond.below:g}"
@@ -84,7 +84,8 @@ def _apply_condition(kb, snap, cond, obs):
     if isinstance(value, bool):   # a bool condition reads true as 1
         shown, bound = f"{cond.signal} is {str(value).lower()}", ""
     if not holds:
-        return Observation(obs.finding, obs.signal, False, f"{obs.detail}; but {shown}" + (f" is not {bound}" if bound else ""))
+        detail = f"{obs.detail}; but {shown}" + (f" is not {bound}" if bound else "")
+        return Observation(obs.finding, obs.signal, False if cond.otherwise == "absent" else None, detail)
     return Observation(obs.finding, obs.signal, obs.present, f"{obs.detail}; {shown} {bound}".rstrip(), obs.entities)
 
 

@@ -57,8 +57,15 @@ class FractionOf(SignalBound):
 
 
 class Condition(SignalBound):
-    """A second signal that must also hold for the finding: its aggregate compared with the bound."""
+    """A second signal that must also hold for the finding: its aggregate compared with the bound.
+
+    otherwise: what the finding is when the condition fails: absent (the finding means 'X while Y'), or unknown
+    (Y is what makes X evidence at all: low clocks on an idle GPU are power saving, not throttling).
+    missing: what happens while the other signal is unmeasured: the finding is unknown, or the condition is skipped.
+    """
     aggregate: Literal["max", "min", "median", "mean"] = "max"
+    otherwise: Literal["absent", "unknown"] = "absent"
+    missing: Literal["unknown", "skip"] = "unknown"
 
 
 class TailRatioUp(Entry):

@@ -321,3 +321,31 @@ def test_a_few_requests_waiting_very_long_points_at_head_of_line_blocking(engine
     both = _diagnose(engine, SERVING, {"queue_time_p50_s": 0.1, "queue_time_p99_s": 1.0},
                      {"queue_time_p50_s": 4.0, "queue_time_p99_s": 30.0})
     assert both.observations["queue_tail_widened"].present is False
+
+
+def test_low_clocks_on_an_idle_gpu_are_not_throttling(engine):
+    """Clocks fall to idle when nothing runs (event reason Idle); only a busy GPU's low clocks point at throttling."""
+    ctx = {"workload": "inference", "nodes": 1, "gpus_per_node": 2}
+    base = {"sm_clock_mhz": {"gpu0": 1900, "gpu1": 1900}, "output_tokens_per_s": 34}
+    now = {"sm_clock_mhz": {"gpu0": 405, "gpu1": 400}, "output_tokens_per_s": 6}
+    idle = _diagnose(engine, ctx, base, {**now, "gpu_util": {"gpu0": 0.1, "gpu1": 0.1}})
+    busy = _diagnose(engine, ctx, base, {**now, "gpu_util": {"gpu0": 0.95, "gpu1": 0.95}})
+    unknown = _diagnose(engine, ctx, base, now)
+    assert idle.observations["sm_clock_down"].present is None
+    assert busy.observations["sm_clock_down"].present and unknown.observations["sm_clock_down"].present
+    assert _p(busy, "gpu_throttling") > 0.5 > _p(idle, "gpu_throttling")
+
+
+def test_host_cpu_doubling_is_evidence_of_work_moved_to_the_host(engine):
+    """GPU util down while host CPU climbs 0.05 -> 0.35: layers or the optimizer now run on the host."""
+    ctx = {"workload": "inference", "nodes": 1, "gpus_per_node": 1}
+    base = {"output_tokens_per_s": 36, "gpu_util": {"gpu0": 0.95}, "host_cpu_util": {"node0": 0.05}}
+    moved = _diagnose(engine, ctx, base, {"output_tokens_per_s": 22, "gpu_util": {"gpu0": 0.6},
+                                          "host_cpu_util": {"node0": 0.35}})
+    same = _diagnose(engine, ctx, base, {"output_tokens_per_s": 22, "gpu_util": {"gpu0": 0.6},
+                                         "host_cpu_util": {"node0": 0.06}})
+    assert moved.observations["host_cpu_up"].present and same.observations["host_cpu_up"].present is False
+    assert _p(moved, "memory_pressure") > _p(same, "memory_pressure")
+    # doubling from 2% to 5% is noise, not work moving
+    tiny = _diagnose(engine, ctx, {"host_cpu_util": {"node0": 0.02}}, {"host_cpu_util": {"node0": 0.05}})
+    assert tiny.observations["host_cpu_up"].present is False
