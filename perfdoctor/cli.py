@@ -216,14 +216,17 @@ def tech(name, fmt):
               help="exit 1 when AC@3 on the library (the cases outside holdout/) is below this")
 @click.option("--show-holdout-misses", is_flag=True,
               help="also list holdout misses (off by default: the holdout is for scoring, not for tuning)")
-def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses):
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="worker processes to score cases in (default: one per CPU)")
+def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs):
     """Score the ranking on a labeled incident library FOLDER (cases/*.yaml, holdout/ scored apart)."""
     import json
+    import os
 
     from perfdoctor.engine.evaluation import evaluate_library, per_root_cause, summary
     try:
         engine = _engine()
-        report = evaluate_library(engine, Path(folder), probes=probes)
+        report = evaluate_library(engine, Path(folder), probes=probes, jobs=jobs or os.cpu_count() or 1)
     except InputError as exc:
         fail(exc)
     whole, tuned, held = summary(report), summary(report, holdout=False), summary(report, holdout=True)

@@ -28,6 +28,16 @@ def test_metrics_and_split(engine, library):
     assert per_root_cause(report)["gpu_throttling"] == {"cases": 1, "ac_at_1": 1, "ac_at_3": 1}
 
 
+def test_worker_processes_give_the_same_report(engine, library):
+    """Scoring in two worker processes returns the same results, in the same order, as scoring in this one."""
+    alone, pooled = evaluate_library(engine, library), evaluate_library(engine, library, jobs=2)
+    assert [r.id for r in pooled.results] == [r.id for r in alone.results]
+    for a, b in zip(alone.results, pooled.results):   # BLAS may sum in another order: probabilities to 1e-9
+        assert b.top_probability == pytest.approx(a.top_probability, abs=1e-9)
+        assert (b.rank, b.top, b.probes, b.probes_solved, b.checklist_probes) == \
+            (a.rank, a.top, a.probes, a.probes_solved, a.checklist_probes)
+
+
 def test_probe_loop_reaches_diagnosis_from_the_headline(engine):
     """From P99 and throughput alone, perfdoctor's own probe order reaches prompt growth, in fewer steps."""
     path = REPO / "tests" / "scenarios" / "worked_example_13b_code_completion.yaml"
