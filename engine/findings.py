@@ -22,6 +22,10 @@ MARGINAL_SHARE = 0.5
 # to call, not evidence that the state is absent.
 MARGINAL_BAND = 0.1
 
+# Ratios of shares are read with this floor, so that a miss rate going from 0 (all prefix hits) to 40% is a
+# rise (x40) rather than a ratio with no scale, and 0.1% -> 0.4% is not a fourfold one.
+FRACTION_FLOOR = 0.01
+
 
 @dataclass
 class Observation:
@@ -65,6 +69,8 @@ def evaluate(kb: KB, snap: Snapshot) -> dict[str, Observation]:
 
 
 def _evaluate(kb, snap, sid, signal, finding):
+    if finding.rule.only_without_baseline and sid in snap.baseline:
+        return None
     obs = _evaluate_rule(kb, snap, sid, signal, finding)
     for cond in finding.rule.conditions:
         if obs is None:
@@ -148,8 +154,10 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         now, base = mean(cur.values()), mean(base_values.values())
         if base <= 0 and now == base:   # zero before and after: nothing moved
             return Observation(finding.id, sid, False, f"{label} {_fmt(now, unit)} before and now")
-        if base <= 0:   # a zero baseline has no scale: no ratio can be read from it
+        if base <= 0 and signal.kind != "fraction":   # a zero baseline has no scale: no ratio can be read from it
             return None
+        if signal.kind == "fraction":   # a share has a natural resolution: below it, 0 and 0.2% are the same
+            now, base = max(now, FRACTION_FLOOR), max(base, FRACTION_FLOOR)
         ratio = _ratio(now, base)
         detail = f"{label} {_fmt(base, unit)} -> {_fmt(now, unit)} (x{ratio:.2f})"
         if not moved(ratio) and marginal(ratio):

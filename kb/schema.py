@@ -81,7 +81,7 @@ class PartsShare(Entry):
     below: float
 
 
-NOT_TESTS = {"aggregate", "when", "unless_changed", "complement"}
+NOT_TESTS = {"aggregate", "when", "unless_changed", "complement", "only_without_baseline"}
 
 
 class Rule(Entry):
@@ -104,6 +104,9 @@ class Rule(Entry):
     when: Condition | list[Condition] | None = None    # the finding holds only while these other signals also hold
     unless_changed: list[str] | None = None   # a baseline comparison these reported changes make moot
     complement: bool | None = None   # ratio rules on a fraction compare 1 - value (a miss rate, not a hit rate)
+    # a state that stands in for a missing comparison: read only when the signal has no baseline (with one,
+    # the ratio finding says what changed, and the state would count the same evidence twice)
+    only_without_baseline: bool | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self):

@@ -349,3 +349,20 @@ def test_host_cpu_doubling_is_evidence_of_work_moved_to_the_host(engine):
     # doubling from 2% to 5% is noise, not work moving
     tiny = _diagnose(engine, ctx, {"host_cpu_util": {"node0": 0.02}}, {"host_cpu_util": {"node0": 0.05}})
     assert tiny.observations["host_cpu_up"].present is False
+
+
+def test_miss_rate_rising_from_zero_is_a_rise(engine):
+    """Every prompt token hit the cache before (hit rate 1.0): a fall to 0.6 is read, not lost as 'no scale'."""
+    d = _diagnose(engine, SERVING, {"prefix_cache_hit_rate": 1.0}, {"prefix_cache_hit_rate": 0.6})
+    assert d.observations["prefix_hit_rate_down"].present
+    tiny = _diagnose(engine, SERVING, {"prefix_cache_hit_rate": 0.999}, {"prefix_cache_hit_rate": 0.996})
+    assert tiny.observations["prefix_hit_rate_down"].present is False   # 0.1% -> 0.4% misses: below resolution
+
+
+def test_near_zero_hits_stand_in_only_for_a_missing_baseline(engine):
+    """With a before-state the fall itself is the evidence; the near-zero state would count it twice."""
+    now = {"prompt_tokens_mean": 50000, "prefix_cache_hit_rate": 0.0}
+    assert _diagnose(engine, SERVING, {}, now).observations["prefix_hits_near_zero_long_prompts"].present
+    with_base = _diagnose(engine, SERVING, {"prefix_cache_hit_rate": 0.9}, now)
+    assert "prefix_hits_near_zero_long_prompts" not in with_base.observations
+    assert with_base.observations["prefix_hit_rate_down"].present
