@@ -69,9 +69,42 @@ def test_hardware_loads_with_sources_and_dense_numbers():
     ("NVIDIA GB200", "gb200"),
     ("AMD Instinct MI300X", "mi300x"),
     ("mi300x", "mi300x"),
+    ("NVIDIA B300 SXM6 AC", "b300"),
+    ("HGX-B300", "b300"),
+    ("NVIDIA GB300", "gb300"),
+    ("NVIDIA L40", "l40"),
+    ("NVIDIA L20", "l20"),
+    ("NVIDIA A40", "a40"),
+    ("Tesla T4", "t4"),
+    ("Tesla V100-SXM2-16GB", "v100_sxm2_16gb"),
+    ("Tesla V100-PCIE-32GB", "v100_pcie_32gb"),
+    ("V100-PCIe", "v100_pcie_16gb"),                       # bare PCIe V100: the 16 GB card
+    ("Quadro RTX 8000", "quadro_rtx_8000"),
+    ("NVIDIA GeForce RTX 3060", "rtx_3060"),
+    ("NVIDIA GeForce RTX 5080", "rtx_5080"),
+    ("NVIDIA GeForce RTX 5060 Ti", "rtx_5060_ti_16gb"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx_pro_6000_blackwell_maxq"),
+    ("AMD Instinct MI250X", "mi250x"),
+    ("AMD Instinct MI325X", "mi325x"),
+    ("AMD Instinct MI355X", "mi355x"),
+    ("A800", "a800_sxm4_80gb"),                            # the catalog's only A800
+    ("RTX-3090-24GB", "rtx_3090"),                         # size-suffixed spellings
+    ("L40S-48GB", "l40s"),
+    ("MI300X-192GB", "mi300x"),
 ])
 def test_match_gpu(name, gpu_id):
     assert match_gpu(name).id == gpu_id
+
+
+def test_catalog_tensor_figures_are_dense():
+    by_id = {g.id: g for g in load_hardware().gpus}
+    assert by_id["b300"].bf16_dense_tflops == 2250 and by_id["b300"].fp8_dense_tflops == 4500
+    assert by_id["l40"].bf16_dense_tflops == 181.05                  # datasheet 362.1 is with sparsity
+    assert by_id["t4"].bf16_dense_tflops is None and by_id["t4"].tensor_tflops == 65   # Turing: FP16 only
+    assert by_id["mi250x"].hbm_gb == 64                              # per GCD, half the 128 GB module
+    for g in by_id.values():
+        if g.fp8_dense_tflops and g.tensor_tflops:
+            assert g.fp8_dense_tflops >= g.tensor_tflops, g.id
 
 
 @pytest.mark.parametrize("name", ["XYZ", "", "NVIDIA GeForce GTX 1080 Ti", "A100"])   # bare A100: 40 or 80 GB?
