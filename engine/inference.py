@@ -10,6 +10,10 @@ Method
    a present finding with several cause parents is expanded by inclusion-exclusion. Findings of a
    cause-private mode (P(mode | cause on) = s, off with the cause) fold into that cause's weights as
    u_i *= P(e | mode off), v_i *= s P(e | mode on) + (1 - s) P(e | mode off): exact, nothing enumerated.
+   Change findings are a cause-private choice (a cause names one change, P(names k) = c_ik): unlisted
+   changes give v_i *= 1 - sum over unlisted k of c_ik (= r_i); listed changes are expanded by
+   inclusion-exclusion like the findings above, a subset T of them contributing per cause
+   (r_i - sum over k in T of c_ik) / r_i, the chance it named none of T given it named no unlisted one.
 3. A Moebius transform over the subset lattice turns zeta into P(S, evidence), and the same for
    P(cause i on, S, evidence) for every i at once.
 4. Mechanism findings depend on S only: their likelihood L(S) is a product of precomputed columns.
@@ -67,6 +71,7 @@ class ExactInference:
         self.q_sig = 1.0 - net.cause_sig                                      # (n_causes, n_sf)
         self.q0_sig = 1.0 - net.sig_leak
         self.sig_parents = [np.nonzero(net.cause_sig[:, k])[0] for k in range(len(net.sig_findings))]
+        self.is_change = net.sig_change if len(net.sig_change) else np.zeros(len(net.sig_findings), bool)
 
     def likelihood(self, evidence: dict) -> np.ndarray:
         """L(S) over the mechanism findings in `evidence`."""
@@ -116,7 +121,13 @@ class ExactInference:
             u[i] *= mode_off[m]
             v[i] *= s * mode_on[m] + (1 - s) * mode_off[m]
         const = 1.0
-        expand = []              # present signature findings with several parents
+        changes = [(self.sig_index[f], present) for f, present in evidence.items()
+                   if f in self.sig_index and self.is_change[self.sig_index[f]]]
+        named = self.net.cause_sig
+        # a cause names one change: it named none of the unlisted ones (each listed one is then expanded below)
+        not_unlisted = 1.0 - named[:, [k for k, present in changes if not present]].sum(axis=1)
+        v = v * not_unlisted ** self.w
+        expand = []              # present signature findings with several parents, and every listed change
         for f, present in evidence.items():
             k = self.sig_index.get(f)
             if k is None or self.mode_of(k) >= 0:
@@ -125,8 +136,9 @@ class ExactInference:
             q, q0 = self.q_sig[:, k], self.q0_sig[k]
             if not present:
                 const *= q0 ** self.w
-                v = v * q ** self.w
-            elif len(parents) == 1:
+                if not self.is_change[k]:
+                    v = v * q ** self.w
+            elif len(parents) == 1 and not self.is_change[k]:
                 i = parents[0]
                 u[i] *= 1.0 - q0
                 v[i] *= 1.0 - q0 * q[i]
@@ -136,9 +148,12 @@ class ExactInference:
         zJ = np.zeros((2 ** self.n, len(p)))
         for size in range(len(expand) + 1):
             for subset in combinations(expand, size):
-                idx = list(subset)
+                idx = [k for k in subset if not self.is_change[k]]
+                listed = [k for k in subset if self.is_change[k]]
                 v_t = v * np.prod(self.q_sig[:, idx], axis=1) if idx else v
-                c_t = const * (-1) ** size * float(np.prod(self.q0_sig[idx])) if idx else const
+                if listed:   # P(the cause named none of these either | it named no unlisted one)
+                    v_t = v_t * (not_unlisted - named[:, listed].sum(axis=1)) / np.maximum(not_unlisted, 1e-300)
+                c_t = const * (-1) ** size * float(np.prod(self.q0_sig[list(subset)])) if subset else const
                 on = (p * v_t)[None, :] * self.A
                 factor = ((1.0 - p) * u)[None, :] + on
                 total = np.prod(factor, axis=1) * self.leak_off * c_t

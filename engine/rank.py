@@ -98,8 +98,11 @@ class Engine:
     def load(cls, kb_root=None) -> "Engine":
         return cls(load_kb(kb_root) if kb_root else load_kb())
 
-    def priors(self, context: dict) -> np.ndarray:
-        """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope)."""
+    def priors(self, context: dict, before_known: bool = True) -> np.ndarray:
+        """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope).
+
+        `before_known` is False when the snapshot has neither a baseline nor a change list.
+        """
         prior = self.net.prior.copy()
         workload, nodes, tp = context.get("workload"), context.get("nodes"), context.get("tp")
         gpu = match_gpu(str(context["gpu"])) if context.get("gpu") else None
@@ -113,6 +116,8 @@ class Engine:
                     or (tp and tp < scope.min_tp) or (scope.needs_nvlink and no_nvlink) \
                     or (scope.needs_rdma and no_rdma) or (units and units < scope.min_gpus):
                 prior[i] *= scope.outside
+            if not before_known:
+                prior[i] *= scope.without_before
         return prior
 
     def evidence(self, observations: dict[str, Observation]) -> dict[str, bool]:
@@ -174,7 +179,7 @@ class Engine:
         """Rank every root cause for `snap`; `asked` names signals or probes already tried without an answer."""
         snap, ceilings, ceiling_warnings = self.with_ceilings(snap)
         observations = evaluate(self.kb, snap)
-        joint = self.inference.query(self.evidence(observations), self.priors(snap.context))
+        joint = self.inference.query(self.evidence(observations), self.priors(snap.context, before_known=bool(snap.baseline) or snap.changes is not None))
         order = np.argsort(-joint.cause_post, kind="stable")
         shown = order if top is None else order[:top]
         loo = self._leave_one_out(joint)

@@ -223,6 +223,8 @@ class Scope(Entry):
     needs_nvlink: bool = Field(False, description="impossible on a GPU model with neither NVLink nor an NVLink bridge")
     needs_rdma: bool = Field(False, description="impossible when the scale-out interconnect is plain Ethernet (TCP)")
     outside: Probability = Field(0.02, gt=0, lt=1)
+    without_before: Probability = Field(1.0, gt=0, description="prior scale when the snapshot has neither a baseline "
+                                        "nor a change list: a regression against an earlier state cannot be shown")
 
 
 class RootCause(Entry):

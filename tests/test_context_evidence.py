@@ -368,3 +368,19 @@ def test_near_zero_hits_stand_in_only_for_a_missing_baseline(engine):
     with_base = _diagnose(engine, SERVING, {"prefix_cache_hit_rate": 0.9}, now)
     assert "prefix_hits_near_zero_long_prompts" not in with_base.observations
     assert with_base.observations["prefix_hit_rate_down"].present
+
+
+def test_a_version_regression_needs_a_before_state(engine):
+    """The same low-utilization training snapshot: with no baseline and no change list a version regression
+    cannot be shown, so it ranks lower than with a measured before-state or a listed upgrade."""
+    now = {"step_time_s": 2.0, "gpu_util": 0.3, "comm_time_frac": 0.5}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "software_version_regression")
+    context = {"workload": "training", "nodes": 1, "gpus_per_node": 8}
+    nothing_before = _diagnose(engine, context, None, now)
+    measured_before = _diagnose(engine, context, {"step_time_s": 1.0, "gpu_util": 0.3, "comm_time_frac": 0.5}, now)
+    snap = parse_snapshot({"context": context, "changes": ["framework_upgrade"], "current": now}, engine.kb, "test")
+    upgrade_listed = engine.diagnose(snap, with_probes=False)
+    assert p(nothing_before) < 0.5 * p(upgrade_listed)
+    assert p(nothing_before) < p(measured_before)
+    prior = engine.priors(context, before_known=False)[engine.net.causes.index("software_version_regression")]
+    assert prior == pytest.approx(0.2 * engine.priors(context)[engine.net.causes.index("software_version_regression")])
