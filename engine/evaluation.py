@@ -178,6 +178,23 @@ def summary(report: Report, holdout: bool | None = None) -> dict:
     return out
 
 
+CALIBRATION_BANDS = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0)
+
+
+def calibration(report: Report, holdout: bool | None = None) -> list[dict]:
+    """Reliability of the top probability: per band of it, the cases, their mean top P, and the share whose
+    top cause is an acceptable one (a calibrated engine is right about as often as it says)."""
+    rs = [r for r in report.results if holdout is None or r.holdout == holdout]
+    bands = []
+    for low, high in zip(CALIBRATION_BANDS, CALIBRATION_BANDS[1:]):
+        inside = [r for r in rs if low <= r.top_probability < high or (high == 1.0 and r.top_probability == 1.0)]
+        if inside:
+            bands.append({"band": [low, high], "cases": len(inside),
+                          "mean_probability": round(mean(r.top_probability for r in inside), 3),
+                          "right": round(mean(r.top in r.acceptable for r in inside), 3)})
+    return bands
+
+
 def per_root_cause(report: Report) -> dict:
     table = {}
     for r in report.results:

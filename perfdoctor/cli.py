@@ -223,7 +223,7 @@ def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs):
     import json
     import os
 
-    from perfdoctor.engine.evaluation import evaluate_library, per_root_cause, summary
+    from perfdoctor.engine.evaluation import calibration, evaluate_library, per_root_cause, summary
     try:
         engine = _engine()
         report = evaluate_library(engine, Path(folder), probes=probes, jobs=jobs or os.cpu_count() or 1)
@@ -234,6 +234,8 @@ def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs):
     hidden = sum(r.rank > 1 and r.holdout for r in report.results) if not show_holdout_misses else 0
     if fmt == "json":
         click.echo(json.dumps({"all": whole, "library": tuned, "holdout": held, "per_root_cause": per_root_cause(report),
+                               "calibration": {"library": calibration(report, holdout=False),
+                                               "holdout": calibration(report, holdout=True)},
                                "misses": [{"id": r.id, "expected": r.expected, "rank": r.rank, "top": r.top,
                                            "top_probability": round(r.top_probability, 3)} for r in misses]}, indent=2))
     else:
@@ -246,6 +248,12 @@ def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs):
                                f"perfdoctor median {s['probes_median']}, mean {s['probes_mean']}, solved "
                                f"{s['probes_solved']}; checklist median {s['checklist_median']}, mean "
                                f"{s['checklist_mean']}, solved {s['checklist_solved']}")
+        for name, part in (("library", False), ("holdout", True)):
+            bands = calibration(report, holdout=part)
+            if bands:
+                click.echo(f"calibration, {name} (top P band: cases, mean P, share right): " + "; ".join(
+                    f"{b['band'][0]:.2f}-{b['band'][1]:.2f}: {b['cases']}, {b['mean_probability']:.2f}, {b['right']:.2f}"
+                    for b in bands))
         click.echo("\nper root cause (cases, hits@1, hits@3):")
         for rc, row in per_root_cause(report).items():
             click.echo(f"  {rc:34s} {row['cases']:3d} {row['ac_at_1']:3d} {row['ac_at_3']:3d}")

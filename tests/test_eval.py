@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from conftest import REPO
 from perfdoctor.cli import cli
-from perfdoctor.engine.evaluation import evaluate_library, per_root_cause, probes_to_diagnosis, summary
+from perfdoctor.engine.evaluation import calibration, evaluate_library, per_root_cause, probes_to_diagnosis, summary
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,11 @@ def test_metrics_and_split(engine, library):
     assert whole["ac_at_1"] == 1.0 and whole["ac_at_3"] == 1.0
     assert 0 <= whole["brier_top"] < 0.1
     assert per_root_cause(report)["gpu_throttling"] == {"cases": 1, "ac_at_1": 1, "ac_at_3": 1}
+    bands = calibration(report)
+    assert sum(b["cases"] for b in bands) == 4 and all(b["right"] == 1.0 for b in bands)
+    for b in bands:
+        assert b["band"][0] <= b["mean_probability"] <= b["band"][1]
+    assert sum(b["cases"] for b in calibration(report, holdout=True)) == 1
 
 
 def test_worker_processes_give_the_same_report(engine, library):
