@@ -202,6 +202,11 @@ class Engine:
         if ratio_only:
             out.append("no baseline for " + ", ".join(sorted(ratio_only)) +
                        ": these signals cannot show a change and were not used")
+        if not snap.baseline and snap.changes is None:
+            needs = sorted(c for c, rc in self.kb.root_causes.items() if rc.scope.without_before < 1)
+            if needs:
+                out.append("neither a baseline nor a change list: " + ", ".join(needs) + " (a regression against "
+                           "an earlier state) ranked down; give `changes` (or [] if nothing changed) or a baseline")
         return out
 
     def _leave_one_out(self, joint: Joint) -> dict[str, np.ndarray]:

@@ -382,5 +382,8 @@ def test_a_version_regression_needs_a_before_state(engine):
     upgrade_listed = engine.diagnose(snap, with_probes=False)
     assert p(nothing_before) < 0.5 * p(upgrade_listed)
     assert p(nothing_before) < p(measured_before)
+    said = lambda d: any("neither a baseline nor a change list" in w and "software_version_regression" in w
+                         for w in d.warnings)
+    assert said(nothing_before) and not said(measured_before) and not said(upgrade_listed)
     prior = engine.priors(context, before_known=False)[engine.net.causes.index("software_version_regression")]
     assert prior == pytest.approx(0.2 * engine.priors(context)[engine.net.causes.index("software_version_regression")])
