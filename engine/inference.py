@@ -121,11 +121,11 @@ class ExactInference:
             u[i] *= mode_off[m]
             v[i] *= s * mode_on[m] + (1 - s) * mode_off[m]
         const = 1.0
-        changes = [(self.sig_index[f], present) for f, present in evidence.items()
-                   if f in self.sig_index and self.is_change[self.sig_index[f]]]
         named = self.net.cause_sig
+        unlisted = [self.sig_index[f] for f, present in evidence.items()
+                    if not present and f in self.sig_index and self.is_change[self.sig_index[f]]]
         # a cause names one change: it named none of the unlisted ones (each listed one is then expanded below)
-        not_unlisted = 1.0 - named[:, [k for k, present in changes if not present]].sum(axis=1)
+        not_unlisted = 1.0 - named[:, unlisted].sum(axis=1)
         v = v * not_unlisted ** self.w
         expand = []              # present signature findings with several parents, and every listed change
         for f, present in evidence.items():
