@@ -158,3 +158,11 @@ def test_a_listed_change_is_not_undone_by_the_kinds_left_unlisted(engine):
     nothing = post({change_finding_id(c): False for c in engine.kb.changes})
     assert listed > engine_only - 0.05 and listed > 2 * unknown
     assert nothing < 0.5 * unknown
+
+
+def test_change_choice_keeps_the_chance_of_naming_any_change():
+    """Strengths 0.5 and 0.5 say a change is listed 75% of the time; as one choice, each kind gets 37.5%.
+    A single change kind keeps its strength; a cause with none names none."""
+    from perfdoctor.engine.network import change_choice
+    got = change_choice(np.array([[0.5, 0.5, 0.0], [0.0, 0.3, 0.0], [0.0, 0.0, 0.0]]))
+    np.testing.assert_allclose(got, [[0.375, 0.375, 0.0], [0.0, 0.3, 0.0], [0.0, 0.0, 0.0]])
