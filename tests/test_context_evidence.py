@@ -387,3 +387,14 @@ def test_a_version_regression_needs_a_before_state(engine):
     assert said(nothing_before) and not said(measured_before) and not said(upgrade_listed)
     prior = engine.priors(context, before_known=False)[engine.net.causes.index("software_version_regression")]
     assert prior == pytest.approx(0.2 * engine.priors(context)[engine.net.causes.index("software_version_regression")])
+
+
+def test_an_idle_gpu_at_gen1_is_power_saving_not_a_degraded_link(engine):
+    """nvidia-smi reports a lower current PCIe generation while the GPU is idle; only a busy GPU's reading counts."""
+    context = {"workload": "training", "nodes": 1, "gpus_per_node": 2, "gpu": "H100-SXM"}
+    gen1 = {"pcie_link_gen": {"gpu0": 1, "gpu1": 1}, "step_time_s": 2.0}
+    idle = _diagnose(engine, context, None, {**gen1, "gpu_util": {"gpu0": 0.0, "gpu1": 0.01}})
+    busy = _diagnose(engine, context, None, {**gen1, "gpu_util": {"gpu0": 0.6, "gpu1": 0.6}})
+    for finding in ("pcie_gen_legacy", "pcie_gen_below_spec"):
+        assert idle.observations[finding].present is None
+        assert busy.observations[finding].present is True
