@@ -255,21 +255,26 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         detail = f"{sid} includes {', '.join(seen)}" + (f" on {', '.join(hit)}" if entity_named else "") if present \
             else f"{sid}: none of {', '.join(sorted(wanted))}"
         return Observation(finding.id, sid, present, detail, hit if entity_named else [])
-    if kind == "fraction_of":
-        other = snap.current.get(rule.fraction_of.signal)
+    if kind in ("fraction_of", "plus"):
+        f = getattr(rule, kind)
+        other = snap.current.get(f.signal)
         if other is None:
             return None
         other = _values(other)
-        pairs = {e: (v, other.get(e, other.get("all"))) for e, v in cur.items()}
         if "all" in other and len(other) == 1:
             pairs = {e: (v, other["all"]) for e, v in cur.items()}
-        ratios = {e: v / o for e, (v, o) in pairs.items() if o}
-        if not ratios:
+        else:
+            pairs = {e: (v, other[e]) for e, v in cur.items() if e in other}
+        if kind == "plus":
+            values = {e: v + o for e, (v, o) in pairs.items()}
+        else:
+            values = {e: v / o for e, (v, o) in pairs.items() if o}
+        if not values:
             return None
-        f = rule.fraction_of
-        hit = [e for e, r in ratios.items() if (r >= f.above if f.above is not None else r < f.below)]
-        top = (max if f.above is not None else min)(ratios, key=ratios.get)
-        detail = f"{sid}/{f.signal} {'up' if f.above is not None else 'down'} to {ratios[top]:.2f}" + \
+        hit = [e for e, r in values.items() if (r >= f.above if f.above is not None else r < f.below)]
+        top = (max if f.above is not None else min)(values, key=values.get)
+        op = "+" if kind == "plus" else "/"
+        detail = f"{sid}{op}{f.signal} {'up' if f.above is not None else 'down'} to {values[top]:.2f}" + \
             (f" on {top}" if entity_named else "")
         return Observation(finding.id, sid, bool(hit), detail, hit if entity_named else [])
     if kind == "tail_ratio_up":

@@ -109,8 +109,8 @@ def check_finding_roles(kb: KB, g: nx.DiGraph) -> list[Issue]:
 
 def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
     """Rules must fit their signal's kind, and any second signal they name must exist."""
-    numeric = {"above", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "tail_ratio_up",
-               "spread_above", "parts_share"}
+    numeric = {"above", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "plus",
+               "tail_ratio_up", "spread_above", "parts_share"}
     out = []
     for sid, signal in kb.signals.items():
         for f in signal.findings:
@@ -120,7 +120,8 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
                   (kind in ("differs_from_baseline", "left_baseline_value") and signal.kind not in ("bool", "string", "list"))
             if bad:
                 out.append(Issue(_file(kb, sid), sid, f"findings.{f.id}.rule", f"'{kind}' does not apply to a {signal.kind} signal"))
-            others = [f.rule.fraction_of.signal] if f.rule.fraction_of else \
+            pair = f.rule.fraction_of or f.rule.plus
+            others = [pair.signal] if pair else \
                 [f.rule.tail_ratio_up.median_signal] if f.rule.tail_ratio_up else \
                 f.rule.parts_share.parts if f.rule.parts_share else []
             for cond in f.rule.conditions:

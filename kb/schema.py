@@ -56,6 +56,10 @@ class FractionOf(SignalBound):
     """This signal divided by `signal` of the same entity, compared with the bound."""
 
 
+class Plus(SignalBound):
+    """This signal plus `signal` of the same entity (running plus waiting requests), compared with the bound."""
+
+
 class Condition(SignalBound):
     """A second signal that must also hold for the finding: its aggregate compared with the bound.
 
@@ -95,6 +99,7 @@ class Rule(Entry):
     equals: str | bool | float | None = None
     contains_any: list[str] | None = None
     fraction_of: FractionOf | None = None
+    plus: Plus | None = None
     tail_ratio_up: TailRatioUp | None = None
     spread_above: float | None = None
     differs_from_baseline: bool | None = None

@@ -325,6 +325,27 @@ def test_a_few_requests_waiting_very_long_points_at_head_of_line_blocking(engine
     assert both.observations["queue_tail_widened"].present is False
 
 
+ONE_AT_A_TIME = {"ttft_p50_s": 0.3, "ttft_p99_s": 3.0, "prompt_tokens_mean": 900, "prompt_tokens_p99": 9000}
+
+
+@pytest.mark.parametrize("running, waiting, overlap", [(1, 0, False), (1, 1, True), (2, 0, True),
+                                                      ({"r0": 1, "r1": 3}, {"r0": 0, "r1": 0}, True)])
+def test_requests_in_flight_say_whether_requests_overlap(engine, running, waiting, overlap):
+    d = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": running, "requests_waiting": waiting})
+    assert d.observations["requests_overlap"].present is overlap
+
+
+def test_one_request_at_a_time_cannot_queue_or_block(engine):
+    """A client that waits for each answer keeps one request in flight: nothing can wait behind anything."""
+    alone = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": 1, "requests_waiting": 0})
+    two = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": 2, "requests_waiting": 0})
+    for cause in ("head_of_line_blocking", "load_surge", "kv_cache_exhaustion", "batching_underutilization"):
+        assert _p(alone, cause) < 0.6 * _p(two, cause)
+    assert _p(alone, "prompt_length_growth") > _p(two, "prompt_length_growth")
+    unmeasured = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": 1})
+    assert "requests_overlap" not in engine.evidence(unmeasured.observations)
+
+
 def test_low_clocks_on_an_idle_gpu_are_not_throttling(engine):
     """Clocks fall to idle when nothing runs (event reason Idle); only a busy GPU's low clocks point at throttling."""
     ctx = {"workload": "inference", "nodes": 1, "gpus_per_node": 2}
