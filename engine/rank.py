@@ -146,6 +146,8 @@ class Engine:
         for sid, signal in self.kb.signals.items():
             if signal.from_context and sid not in snap.current:
                 value = context_value(snap.context, signal.from_context)
+                if signal.kind == "bool" and isinstance(value, str):   # a named component (gateway: envoy) is there
+                    value = value.strip().lower() not in ("", "none", "no", "false")
                 if value is not None:
                     derived[sid] = value
         name = snap.context.get("interconnect")

@@ -27,7 +27,7 @@ CONTEXT_KEYS = {
     "dp": int, "description": str, "metric_definitions": dict, "window": str, "tokens_per_step": (int, float),
     "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
     "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
-    "tools": dict, "metric_sources": dict, "prometheus": dict, "disaggregated": bool,
+    "tools": dict, "metric_sources": dict, "prometheus": dict, "disaggregated": bool, "gateway": (bool, str),
     "max_num_seqs": int, "client_concurrency": int,
 }
 
@@ -100,7 +100,7 @@ def _context(ctx, kb, where, warnings):
         expected = CONTEXT_KEYS.get(key)
         if expected is None:
             warnings.append(f"{where}: context.{key}: unknown context key, kept as is")
-        elif not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
+        elif not isinstance(value, expected) or (isinstance(value, bool) and bool not in _types(expected)):
             raise InputError(where, f"context.{key}", f"expected {_type_name(expected)}, got {value!r}")
         elif _is_number(value):
             value = _finite(value, where, f"context.{key}")
@@ -224,8 +224,12 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _types(expected) -> tuple:
+    return expected if isinstance(expected, tuple) else (expected,)
+
+
 def _type_name(t):
-    return " or ".join(x.__name__ for x in t) if isinstance(t, tuple) else t.__name__
+    return " or ".join(x.__name__ for x in _types(t))
 
 
 def snapshot_dict(snap: Snapshot) -> dict:

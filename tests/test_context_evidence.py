@@ -102,6 +102,21 @@ def test_prefill_decode_disaggregation_decides_whether_kv_transfer_can_be_the_ca
     assert p(split) > 3 * p(unknown) > 3 * p(colocated)
 
 
+def test_clients_calling_the_engines_directly_rule_out_a_gateway(engine):
+    """TTFT x10 with the engines' own queue empty: time is lost in front of the engines, if anything is there."""
+    base = {"ttft_p50_s": 0.15, "queue_time_p50_s": 0.0, "requests_waiting": 0}
+    now = {"ttft_p50_s": 1.5, "queue_time_p50_s": 0.0, "requests_waiting": 0}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "gateway_saturation")
+    proxied = _diagnose(engine, {**SERVING, "gateway": True}, base, now)
+    direct = _diagnose(engine, {**SERVING, "gateway": False}, base, now)
+    unknown = _diagnose(engine, SERVING, base, now)
+    assert proxied.observations["gateway_in_path"].present and direct.observations["gateway_in_path"].present is False
+    assert p(proxied) > 1.3 * p(unknown) > 5 * p(direct)
+    named = _diagnose(engine, {**SERVING, "gateway": "Envoy"}, base, now)
+    assert named.observations["gateway_in_path"].present and p(named) == pytest.approx(p(proxied))
+    assert _diagnose(engine, {**SERVING, "gateway": "none"}, base, now).observations["gateway_in_path"].present is False
+
+
 def test_disaggregated_must_be_a_boolean(engine):
     with pytest.raises(Exception, match="context.disaggregated: expected bool, got 'yes'"):
         parse_snapshot({"context": {"disaggregated": "yes"}, "current": {}}, engine.kb, "test")
