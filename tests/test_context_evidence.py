@@ -117,6 +117,18 @@ def test_clients_calling_the_engines_directly_rule_out_a_gateway(engine):
     assert _diagnose(engine, {**SERVING, "gateway": "none"}, base, now).observations["gateway_in_path"].present is False
 
 
+def test_rdma_retransmissions_point_at_the_fabric(engine):
+    """busbw halved across nodes: with go-back-N resends on a port the fabric is losing packets."""
+    ctx = {"workload": "training", "nodes": 4, "gpus_per_node": 8, "interconnect": "roce_400g"}
+    base, now = {"nccl_busbw_gb_per_s": 40.0}, {"nccl_busbw_gb_per_s": 18.0}
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "rdma_network_degradation")
+    lossy = _diagnose(engine, ctx, base, {**now, "rdma_retransmits": {"mlx5_0/1": 4830, "mlx5_1/1": 0}})
+    clean = _diagnose(engine, ctx, base, {**now, "rdma_retransmits": {"mlx5_0/1": 0, "mlx5_1/1": 0}})
+    assert lossy.observations["rdma_retransmits_present"].entities == ["mlx5_0/1"]
+    assert p(lossy) > 2 * p(clean)
+    assert lossy.hypotheses[0].id == "rdma_network_degradation"
+
+
 def test_disaggregated_must_be_a_boolean(engine):
     with pytest.raises(Exception, match="context.disaggregated: expected bool, got 'yes'"):
         parse_snapshot({"context": {"disaggregated": "yes"}, "current": {}}, engine.kb, "test")
