@@ -367,7 +367,7 @@ def test_one_request_at_a_time_cannot_queue_or_block(engine):
     alone = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": 1, "requests_waiting": 0})
     two = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": 2, "requests_waiting": 0})
     for cause in ("head_of_line_blocking", "load_surge", "kv_cache_exhaustion", "batching_underutilization"):
-        assert _p(alone, cause) < 0.6 * _p(two, cause)
+        assert _p(alone, cause) < 0.7 * _p(two, cause)   # an absence is tempered (ABSENT_EVIDENCE_WEIGHT)
     assert _p(alone, "prompt_length_growth") > _p(two, "prompt_length_growth")
     unmeasured = _diagnose(engine, SERVING, {}, {**ONE_AT_A_TIME, "requests_running": 1})
     assert "requests_overlap" not in engine.evidence(unmeasured.observations)
