@@ -11,6 +11,14 @@ def _diagnose(engine, context, baseline, current):
     return engine.diagnose(snap, with_probes=False)
 
 
+def _context_flag_effect(engine, key, finding, cause, base, now):
+    """P(cause) with the serving context's `key` true, left out and false; `finding` must follow the key."""
+    on = _diagnose(engine, {**SERVING, key: True}, base, now)
+    off = _diagnose(engine, {**SERVING, key: False}, base, now)
+    assert on.observations[finding].present and off.observations[finding].present is False
+    return _p(on, cause), _p(_diagnose(engine, SERVING, base, now), cause), _p(off, cause)
+
+
 @pytest.mark.parametrize("now, expected", [(850, True), (930, None), (985, False), (1200, False)])
 def test_throughput_drop_is_present_marginal_or_absent(engine, now, expected):
     # throughput_down fires at <= 0.9x; between 0.9x and ~0.95x it is too close to call either way
@@ -94,26 +102,20 @@ def test_prefill_decode_disaggregation_decides_whether_kv_transfer_can_be_the_ca
     on a colocated engine there is no such hand-off, so the same symptoms rule it out."""
     base = {"ttft_p50_s": 1.4, "itl_p50_s": 0.014}
     now = {"ttft_p50_s": 45.0, "itl_p50_s": 0.014}
-    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "kv_transfer_bottleneck")
-    split = _diagnose(engine, {**SERVING, "disaggregated": True}, base, now)
-    colocated = _diagnose(engine, {**SERVING, "disaggregated": False}, base, now)
-    unknown = _diagnose(engine, SERVING, base, now)
-    assert split.observations["pd_disaggregated"].present and colocated.observations["pd_disaggregated"].present is False
-    assert p(split) > 3 * p(unknown) > 3 * p(colocated)
+    split, unknown, colocated = _context_flag_effect(engine, "disaggregated", "pd_disaggregated",
+                                                     "kv_transfer_bottleneck", base, now)
+    assert split > 3 * unknown > 3 * colocated
 
 
 def test_clients_calling_the_engines_directly_rule_out_a_gateway(engine):
     """TTFT x10 with the engines' own queue empty: time is lost in front of the engines, if anything is there."""
     base = {"ttft_p50_s": 0.15, "queue_time_p50_s": 0.0, "requests_waiting": 0}
     now = {"ttft_p50_s": 1.5, "queue_time_p50_s": 0.0, "requests_waiting": 0}
-    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "gateway_saturation")
-    proxied = _diagnose(engine, {**SERVING, "gateway": True}, base, now)
-    direct = _diagnose(engine, {**SERVING, "gateway": False}, base, now)
-    unknown = _diagnose(engine, SERVING, base, now)
-    assert proxied.observations["gateway_in_path"].present and direct.observations["gateway_in_path"].present is False
-    assert p(proxied) > 1.3 * p(unknown) > 5 * p(direct)
+    proxied, unknown, direct = _context_flag_effect(engine, "gateway", "gateway_in_path", "gateway_saturation",
+                                                    base, now)
+    assert proxied > 1.3 * unknown > 5 * direct
     named = _diagnose(engine, {**SERVING, "gateway": "Envoy"}, base, now)
-    assert named.observations["gateway_in_path"].present and p(named) == pytest.approx(p(proxied))
+    assert named.observations["gateway_in_path"].present and _p(named, "gateway_saturation") == pytest.approx(proxied)
     assert _diagnose(engine, {**SERVING, "gateway": "none"}, base, now).observations["gateway_in_path"].present is False
 
 
