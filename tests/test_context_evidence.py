@@ -119,6 +119,22 @@ def test_clients_calling_the_engines_directly_rule_out_a_gateway(engine):
     assert _diagnose(engine, {**SERVING, "gateway": "none"}, base, now).observations["gateway_in_path"].present is False
 
 
+def test_a_proxy_put_in_front_before_the_regression_points_at_it(engine):
+    """The same TTFT rise, with 'nothing changed' vs 'the request path changed': only the latter names the gateway."""
+    base = {"ttft_p50_s": 0.15, "requests_waiting": 0}
+    now = {"ttft_p50_s": 1.5, "requests_waiting": 0}
+
+    def ranked(changes):
+        raw = {"context": {**SERVING, "gateway": "litellm"}, "changes": changes, "baseline": base, "current": now}
+        return engine.diagnose(parse_snapshot(raw, engine.kb, "test"), with_probes=False)
+
+    moved, unchanged = ranked(["request_path"]), ranked([])
+    assert moved.observations["changed_request_path"].present
+    assert unchanged.observations["changed_request_path"].present is False
+    assert moved.hypotheses[0].id == "gateway_saturation"
+    assert _p(moved, "gateway_saturation") > 3 * _p(unchanged, "gateway_saturation")
+
+
 def test_rdma_retransmissions_point_at_the_fabric(engine):
     """busbw halved across nodes: with go-back-N resends on a port the fabric is losing packets."""
     ctx = {"workload": "training", "nodes": 4, "gpus_per_node": 8, "interconnect": "roce_400g"}
