@@ -20,7 +20,9 @@ Method
 5. P(cause i | evidence) = sum_S J_i(S) L(S) / sum_S D(S) L(S).
 An absent finding's likelihood is raised to `absent_weight` (< 1 tempers it): an observed absence is weaker
 evidence than a presence (a threshold just missed, a value read from an averaged dashboard, a symptom that
-comes and goes). P(off | ...)^w is still a product over parents, so every step above stays exact.
+comes and goes). P(off | ...)^w is still a product over parents, so every step above stays exact. A yes/no
+fact of the deployment (a gateway in front, RDMA adapters, disaggregation) is not a measurement: its absence
+counts in full.
 Exact up to floating point; `tests/test_inference.py` checks it against brute force and pgmpy.
 """
 from dataclasses import dataclass
@@ -72,6 +74,8 @@ class ExactInference:
         self.q0_sig = 1.0 - net.sig_leak
         self.sig_parents = [np.nonzero(net.cause_sig[:, k])[0] for k in range(len(net.sig_findings))]
         self.is_change = net.sig_change if len(net.sig_change) else np.zeros(len(net.sig_findings), bool)
+        stated = net.sig_stated if len(net.sig_stated) else np.zeros(len(net.sig_findings), bool)
+        self.w_sig = np.where(stated, 1.0, absent_weight)                      # (n_sf,) weight of an absence
 
     def likelihood(self, evidence: dict) -> np.ndarray:
         """L(S) over the mechanism findings in `evidence`."""
@@ -108,8 +112,8 @@ class ExactInference:
             if k is None or (m := self.mode_of(k)) < 0:
                 continue
             q, q0 = self.q_sig[self.net.mode_cause[m], k], self.q0_sig[k]
-            on[m] *= (1.0 - q0 * q) if present else (q0 * q) ** self.w
-            off[m] *= (1.0 - q0) if present else q0 ** self.w
+            on[m] *= (1.0 - q0 * q) if present else (q0 * q) ** self.w_sig[k]
+            off[m] *= (1.0 - q0) if present else q0 ** self.w_sig[k]
         return on, off
 
     def _cause_side(self, evidence, p, mode_on, mode_off):
@@ -135,9 +139,9 @@ class ExactInference:
             parents = self.sig_parents[k]
             q, q0 = self.q_sig[:, k], self.q0_sig[k]
             if not present:
-                const *= q0 ** self.w
+                const *= q0 ** self.w_sig[k]
                 if not self.is_change[k]:
-                    v = v * q ** self.w
+                    v = v * q ** self.w_sig[k]
             elif len(parents) == 1 and not self.is_change[k]:
                 i = parents[0]
                 u[i] *= 1.0 - q0

@@ -42,6 +42,7 @@ class NoisyOrNetwork:
     mode_strength: np.ndarray = field(default_factory=lambda: np.zeros(0))    # (n_modes,) P(mode | cause)
     sig_mode: np.ndarray = field(default_factory=lambda: np.zeros(0, int))    # (n_sf,) mode index or -1
     sig_change: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (n_sf,) a change finding
+    sig_stated: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (n_sf,) a yes/no fact of the context
 
     @property
     def findings(self) -> list[str]:
@@ -68,6 +69,8 @@ def compile_network(kb: KB) -> NoisyOrNetwork:
         for e in m.effects:
             mech_finding[mi[m.id], mfi[e.target]] = e.strength
     sig_change = np.array([f.startswith(CHANGE_PREFIX) for f in sig_targets], dtype=bool)
+    stated = {f.id for s in kb.signals.values() if s.from_context and s.kind == "bool" for f in s.findings}
+    sig_stated = np.array([f in stated for f in sig_targets], dtype=bool)
     cause_sig[:, sig_change] = change_choice(cause_sig[:, sig_change])
     modes, mode_cause, mode_strength = [], [], []
     sig_mode = np.full(len(sig_targets), -1)
@@ -89,7 +92,7 @@ def compile_network(kb: KB) -> NoisyOrNetwork:
         mech_finding=mech_finding,
         sig_findings=sig_targets, sig_leak=np.array([kb.findings[f].leak for f in sig_targets]), cause_sig=cause_sig,
         modes=modes, mode_cause=np.array(mode_cause, dtype=int), mode_strength=np.array(mode_strength),
-        sig_mode=sig_mode, sig_change=sig_change)
+        sig_mode=sig_mode, sig_change=sig_change, sig_stated=sig_stated)
 
 
 def change_choice(strengths: np.ndarray) -> np.ndarray:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdoctor.errors import InputError
+from perfdoctor.kb.hardware_schema import match_interconnect
 from perfdoctor.kb.loader import KB
 from perfdoctor.yamlio import load_file
 
@@ -28,7 +29,7 @@ CONTEXT_KEYS = {
     "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
     "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
     "tools": dict, "metric_sources": dict, "prometheus": dict, "disaggregated": bool, "gateway": (bool, str),
-    "max_num_seqs": int, "client_concurrency": int,
+    "max_num_seqs": int, "client_concurrency": int, "rdma": bool,
 }
 
 
@@ -113,6 +114,12 @@ def _context(ctx, kb, where, warnings):
         ctx["workload"] = WORKLOAD_ALIASES[ctx["workload"]]
     if ctx.get("workload") not in (None, "inference", "training"):
         raise InputError(where, "context.workload", f"must be 'inference' or 'training', got {ctx['workload']!r}")
+    link = match_interconnect(str(ctx["interconnect"])) if ctx.get("interconnect") else None
+    if link is not None and link.kind != "ethernet":   # an InfiniBand or RoCE link is an RDMA fabric
+        if ctx.get("rdma") is False:
+            raise InputError(where, "context.rdma", f"false, but context.interconnect {ctx['interconnect']!r} "
+                                                    f"is {link.kind}, an RDMA link")
+        ctx["rdma"] = True
     for sid, bound in (ctx.get("slo") or {}).items():
         if sid not in kb.signals:
             warnings.append(f"{where}: context.slo.{sid}: unknown signal, SLO ignored")

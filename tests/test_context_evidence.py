@@ -1,6 +1,7 @@
 """Evidence beyond thresholds: marginal changes are not read as 'nothing moved', context facts are findings."""
 import pytest
 
+from perfdoctor.errors import InputError
 from perfdoctor.symptoms.snapshot import parse_snapshot
 
 SERVING = {"workload": "inference", "nodes": 2, "gpus_per_node": 8, "engine": "vllm"}
@@ -63,6 +64,31 @@ def test_slow_ethernet_between_nodes_points_to_scale_out_not_rdma(engine):
     # Socket transport on an InfiniBand cluster is a missing RDMA path; on plain Ethernet it is all there is
     assert p(ib, "gpudirect_rdma_disabled") > 0.5
     assert p(tcp, "gpudirect_rdma_disabled") < 0.1 < 0.5 < p(tcp, "scale_out_comm_bound")
+
+
+def test_socket_transport_is_a_fault_only_where_rdma_adapters_exist(engine):
+    """Link speed unknown: whether the nodes have IB/RoCE/EFA adapters decides what NET/Socket means."""
+    ctx = {"workload": "training", "nodes": 2, "gpus_per_node": 8}
+    base = {"step_time_s": 0.5, "comm_time_frac": 0.3}
+    now = {"step_time_s": 1.5, "comm_time_frac": 0.75, "nccl_transport": "NET/Socket"}
+    with_hcas, unknown, ethernet = (_diagnose(engine, {**ctx, **extra}, base, now)
+                                    for extra in ({"rdma": True}, {}, {"rdma": False}))
+    assert with_hcas.observations["rdma_nics_present"].present
+    assert ethernet.observations["rdma_nics_present"].present is False
+    assert with_hcas.hypotheses[0].id == "gpudirect_rdma_disabled"
+    assert _p(with_hcas, "gpudirect_rdma_disabled") > _p(unknown, "gpudirect_rdma_disabled") > \
+        2 * _p(ethernet, "gpudirect_rdma_disabled")
+    assert ethernet.hypotheses[0].id == "scale_out_comm_bound"
+    assert _p(ethernet, "scale_out_comm_bound") > _p(unknown, "scale_out_comm_bound")
+
+
+def test_an_infiniband_or_roce_interconnect_means_rdma_adapters(engine):
+    parsed = lambda link, **extra: parse_snapshot({"context": {"workload": "training", "interconnect": link, **extra},
+                                                   "current": {"step_time_s": 1.0}}, engine.kb, "t").context
+    assert parsed("HDR")["rdma"] is True and parsed("RoCE 400G")["rdma"] is True
+    assert "rdma" not in parsed("25GbE")   # RoCE can run on it; the name alone does not say
+    with pytest.raises(InputError, match=r"t: context.rdma: false, but context.interconnect 'HDR' is infiniband"):
+        parsed("HDR", rdma=False)
 
 
 def test_unknown_interconnect_is_a_warning_not_an_error(engine):

@@ -1,5 +1,6 @@
 """Oracle tests: the engine's exact inference against brute-force enumeration and pgmpy."""
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ def brute_force(net, evidence, absent_weight=1.0):
     """P(cause on | evidence) by summing the full joint over every cause, mode, change choice and mechanism state.
 
     A cause with change findings names one of them (or none), P = net.cause_sig; a change is listed when a
-    cause named it or by its leak. Tempered absences temper each cause's chance of naming no unlisted change.
+    cause named it or by its leak. Tempered absences temper each cause's chance of naming no unlisted change;
+    the absence of a stated fact (net.sig_stated) counts in full.
     """
     nc, nm, nmode = len(net.causes), len(net.mechanisms), len(net.modes)
     change = [k for k in range(len(net.sig_findings)) if net.sig_change[k]]
@@ -49,7 +51,8 @@ def brute_force(net, evidence, absent_weight=1.0):
                             g = net.sig_mode[k]
                             parents_on = [mode[g]] * nc if g >= 0 else c
                             off = (1 - net.sig_leak[k]) * np.prod([(1 - net.cause_sig[i, k]) ** parents_on[i] for i in range(nc)])
-                        p *= (1 - off) if present else off ** absent_weight
+                        stated = f in net.sig_findings and len(net.sig_stated) and net.sig_stated[k]
+                        p *= (1 - off) if present else off ** (1.0 if stated else absent_weight)
                     total += p
                     num += p * np.array(c)
     return num / total
@@ -91,6 +94,16 @@ def test_tempered_absences_match_brute_force(tiny, evidence):
     np.testing.assert_allclose(tempered, brute_force(net, evidence, absent_weight=0.8), rtol=1e-9, atol=1e-12)
     if any(v is False for v in evidence.values()):
         assert not np.allclose(tempered, brute_force(net, evidence))
+
+
+@pytest.mark.parametrize("evidence", [e for e in EVIDENCE if e.get("errors_present") is False or
+                                      e.get("temp_high") is False], ids=lambda e: ",".join(f"{k}={int(v)}" for k, v in e.items()))
+def test_absent_stated_facts_count_in_full(tiny, evidence):
+    net, _ = tiny
+    stated = replace(net, sig_stated=np.array([f in ("errors_present", "temp_high") for f in net.sig_findings]))
+    post = ExactInference(stated, absent_weight=0.5).query(evidence).cause_post
+    np.testing.assert_allclose(post, brute_force(stated, evidence, absent_weight=0.5), rtol=1e-9, atol=1e-12)
+    assert not np.allclose(post, brute_force(net, evidence, absent_weight=0.5))
 
 
 @pytest.mark.parametrize("evidence", EVIDENCE[1:], ids=lambda e: ",".join(f"{k}={int(v)}" for k, v in e.items()))
