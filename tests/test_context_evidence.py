@@ -75,7 +75,11 @@ def test_socket_transport_is_a_fault_only_where_rdma_adapters_exist(engine):
                                     for extra in ({"rdma": True}, {}, {"rdma": False}))
     assert with_hcas.observations["rdma_nics_present"].present
     assert ethernet.observations["rdma_nics_present"].present is False
-    assert with_hcas.hypotheses[0].id == "gpudirect_rdma_disabled"
+    # sockets with the adapters there is the fault itself; without them the fact is unknown or absent
+    assert with_hcas.observations["nccl_socket_despite_rdma"].present
+    assert getattr(unknown.observations.get("nccl_socket_despite_rdma"), "present", None) is None
+    assert ethernet.observations["nccl_socket_despite_rdma"].present is False
+    assert with_hcas.hypotheses[0].id == "gpudirect_rdma_disabled" and _p(with_hcas, "gpudirect_rdma_disabled") > 0.9
     assert _p(with_hcas, "gpudirect_rdma_disabled") > _p(unknown, "gpudirect_rdma_disabled") > \
         2 * _p(ethernet, "gpudirect_rdma_disabled")
     assert ethernet.hypotheses[0].id == "scale_out_comm_bound"
