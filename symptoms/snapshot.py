@@ -22,6 +22,8 @@ POSITIVE_CONTEXT = {"nodes", "gpus_per_node", "model_params_b", "tp", "pp", "dp"
                     "replicas", "gpus", "world_size", "global_batch_size", "seq_len", "max_num_seqs",
                     "client_concurrency"}
 TOP_ALIASES = {"before": "baseline", "after": "current", "now": "current"}
+RDMA_ONLY_SIGNALS = {"ib_write_bw_gbit_per_s", "ib_symbol_errors", "ib_link_downed", "ib_xmit_wait_rate",
+                     "rdma_retransmits"}   # measured only on RDMA adapters
 CONTEXT_KEYS = {
     "workload": str, "gpu": str, "nodes": int, "gpus_per_node": int, "model_params_b": (int, float),
     "engine": str, "slo": dict, "versions": dict, "model": (dict, str), "model_config": str, "tp": int, "pp": int,
@@ -77,7 +79,22 @@ def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
                               for sid, value in values.items()) if v is not None})
     if not snap.current:
         raise InputError(where, "current", "no known signal observed: nothing to diagnose")
+    if "rdma" not in snap.context and _rdma_measured(snap):
+        snap.context["rdma"] = True
     return snap
+
+
+def _rdma_measured(snap: Snapshot) -> bool:
+    """An RDMA test or port counter was read, or NCCL reported NET/IB (InfiniBand or RoCE verbs), in either state:
+    the nodes have RDMA adapters."""
+    for values in (snap.baseline, snap.current):
+        if RDMA_ONLY_SIGNALS & values.keys():
+            return True
+        transport = values.get("nccl_transport")
+        names = transport.values() if isinstance(transport, dict) else [transport]
+        if any(isinstance(n, str) and n.upper().startswith("NET/IB") for n in names):
+            return True
+    return False
 
 
 def _normalize_top(data, kb, where, warnings):

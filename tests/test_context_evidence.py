@@ -95,6 +95,17 @@ def test_an_infiniband_or_roce_interconnect_means_rdma_adapters(engine):
         parsed("HDR", rdma=False)
 
 
+@pytest.mark.parametrize("measured, rdma", [
+    ({"nccl_transport": "NET/IB/0/GDRDMA"}, True),            # NCCL on IB or RoCE verbs
+    ({"nccl_transport": {"node0": "NET/Socket"}}, None),      # sockets say nothing about the hardware
+    ({"ib_write_bw_gbit_per_s": {"node0/mlx5_0": 180}}, True),  # ib_write_bw runs only on an RDMA adapter
+])
+def test_rdma_measurements_mean_rdma_adapters(engine, measured, rdma):
+    snap = parse_snapshot({"context": {"workload": "training", "nodes": 2},
+                           "current": {"step_time_s": 1.0, **measured}}, engine.kb, "t")
+    assert snap.context.get("rdma") is rdma
+
+
 def test_unknown_interconnect_is_a_warning_not_an_error(engine):
     d = _diagnose(engine, {"workload": "training", "nodes": 2, "gpus_per_node": 8, "interconnect": "carrier pigeon"},
                   {"step_time_s": 0.5}, {"step_time_s": 0.8})
