@@ -308,6 +308,7 @@ def test_slower_steps_with_much_less_memory_in_use_point_at_a_training_setting(e
     ("micro_batch_size", 8, 2, "micro_batch_down"),
     ("sharding_strategy", "zero2", "zero3", "sharding_changed"),
     ("compute_dtype", "bf16", "fp32", "precision_changed"),
+    ("cpu_offload", False, True, "offload_turned_on"),
 ])
 def test_a_changed_training_setting_points_at_the_config(engine, setting, before, after, finding):
     """The same slower step with the two runs' settings known: the changed setting names the config as the cause;
