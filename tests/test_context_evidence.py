@@ -506,3 +506,21 @@ def test_an_idle_gpu_at_gen1_is_power_saving_not_a_degraded_link(engine):
     for finding in ("pcie_gen_legacy", "pcie_gen_below_spec"):
         assert idle.observations[finding].present is None
         assert busy.observations[finding].present is True
+
+
+@pytest.mark.parametrize("idle, rank_low, uneven", [
+    ({"rank0": 0.45, "rank1": 0.44, "rank2": 0.45, "rank3": 0.02}, True, True),    # three wait for rank3
+    ({"rank0": 0.4, "rank1": 0.1, "rank2": 0.35, "rank3": 0.25, "rank4": 0.45}, False, True),   # unequal work
+    ({"rank0": 0.4, "rank1": 0.38, "rank2": 0.41, "rank3": 0.39}, False, False),   # all idle alike
+    ({"rank0": 0.04, "rank1": 0.04, "rank2": 0.1, "rank3": 0.1}, False, False),   # all busy: spread means nothing
+])
+def test_idle_share_read_across_ranks(engine, idle, rank_low, uneven):
+    """Per-rank GPU idle shares are compared like collective wait: the rank far below its peers is the one they
+    wait for, and a wide spread is ranks given unequal work; both mean 'while ranks idle', so neither holds
+    while every rank is busy."""
+    d = _diagnose(engine, {"workload": "training", "nodes": 1, "gpus_per_node": 8}, {"step_time_s": 1.0},
+                  {"step_time_s": 1.5, "gpu_idle_frac": idle})
+    assert d.observations["gpu_idle_rank_low"].present is rank_low
+    assert d.observations["gpu_idle_uneven"].present is uneven
+    if uneven and not rank_low:
+        assert [h.id for h in d.hypotheses].index("load_imbalance") == 0
