@@ -524,3 +524,17 @@ def test_idle_share_read_across_ranks(engine, idle, rank_low, uneven):
     assert d.observations["gpu_idle_uneven"].present is uneven
     if uneven and not rank_low:
         assert [h.id for h in d.hypotheses].index("load_imbalance") == 0
+
+
+def test_engine_settings_of_both_states(engine):
+    """Prefix caching switched off since the baseline names the cache; chunked prefill off makes a long
+    prefill hold every other request, so it raises head-of-line blocking over the same evidence with it on."""
+    base = {"ttft_p50_s": 0.3, "ttft_p99_s": 1.0, "prompt_tokens_mean": 3000}
+    now = {"ttft_p50_s": 0.9, "ttft_p99_s": 4.0, "prompt_tokens_mean": 3000}
+    off = _diagnose(engine, SERVING, {**base, "prefix_caching": True}, {**now, "prefix_caching": False})
+    on = _diagnose(engine, SERVING, {**base, "prefix_caching": True}, {**now, "prefix_caching": True})
+    assert off.observations["prefix_caching_turned_off"].present and not on.observations["prefix_caching_turned_off"].present
+    assert off.hypotheses[0].id == "prefix_cache_degradation"
+    assert _p(off, "prefix_cache_degradation") > 2 * _p(on, "prefix_cache_degradation")
+    chunked = lambda v: _diagnose(engine, SERVING, base, {**now, "requests_waiting": 6, "chunked_prefill": v})
+    assert _p(chunked(False), "head_of_line_blocking") > _p(chunked(True), "head_of_line_blocking")
