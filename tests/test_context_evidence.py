@@ -538,3 +538,15 @@ def test_engine_settings_of_both_states(engine):
     assert _p(off, "prefix_cache_degradation") > 2 * _p(on, "prefix_cache_degradation")
     chunked = lambda v: _diagnose(engine, SERVING, base, {**now, "requests_waiting": 6, "chunked_prefill": v})
     assert _p(chunked(False), "head_of_line_blocking") > _p(chunked(True), "head_of_line_blocking")
+
+
+def test_model_partly_on_the_cpu_is_memory_pressure(engine):
+    """`ollama ps` showing 42%/58% CPU/GPU: the weights that did not fit run from host memory, which names
+    memory pressure over a busy host CPU; the same readings with the whole model on the GPU do not."""
+    ctx = {"workload": "inference", "engine": "ollama", "gpus": 1}
+    now = {"gpu_util": {"gpu0": 0.05}, "host_cpu_util": {"node0": 0.8}}
+    split = _diagnose(engine, ctx, {}, {**now, "model_on_cpu_frac": 0.42})
+    whole = _diagnose(engine, ctx, {}, {**now, "model_on_cpu_frac": 0.0})
+    assert split.observations["model_partly_on_cpu"].present and whole.observations["model_partly_on_cpu"].present is False
+    assert split.hypotheses[0].id == "memory_pressure"
+    assert _p(split, "memory_pressure") > 3 * _p(whole, "memory_pressure")
