@@ -550,3 +550,15 @@ def test_model_partly_on_the_cpu_is_memory_pressure(engine):
     assert split.observations["model_partly_on_cpu"].present and whole.observations["model_partly_on_cpu"].present is False
     assert split.hypotheses[0].id == "memory_pressure"
     assert _p(split, "memory_pressure") > 3 * _p(whole, "memory_pressure")
+
+
+def test_links_that_keep_recovering_name_nvlink_while_they_report_up(engine):
+    """Every link reports up, yet one GPU's links keep retraining (DCGM recovery counter): NVLink degradation
+    leads; the same step slowdown with no recovery events does not point there."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "H100-SXM"}
+    now = {"step_time_s": 2.0, "nvlink_active_links": {f"gpu{i}": 18 for i in range(4)}}
+    flapping = _diagnose(engine, ctx, {"step_time_s": 1.0}, {**now, "nvlink_error_rate": {"gpu0": 0, "gpu1": 0.5, "gpu2": 0, "gpu3": 0}})
+    quiet = _diagnose(engine, ctx, {"step_time_s": 1.0}, {**now, "nvlink_error_rate": {f"gpu{i}": 0 for i in range(4)}})
+    assert flapping.observations["nvlink_recovering"].present and quiet.observations["nvlink_recovering"].present is False
+    assert flapping.hypotheses[0].id == "nvlink_degradation"
+    assert _p(flapping, "nvlink_degradation") > 5 * _p(quiet, "nvlink_degradation")
