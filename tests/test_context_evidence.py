@@ -562,3 +562,28 @@ def test_links_that_keep_recovering_name_nvlink_while_they_report_up(engine):
     assert flapping.observations["nvlink_recovering"].present and quiet.observations["nvlink_recovering"].present is False
     assert flapping.hypotheses[0].id == "nvlink_degradation"
     assert _p(flapping, "nvlink_degradation") > 5 * _p(quiet, "nvlink_degradation")
+
+
+def test_time_spent_in_front_of_the_engine_names_the_front(engine):
+    """Clients see TTFT triple and the access log puts 0.3 s per request in front of the engine: a front-end
+    cause (gateway or network) leads; with the time in front unchanged at 20 ms it does not."""
+    base = {"ttft_p50_s": 0.15, "frontend_overhead_s": 0.02}
+    now = {"ttft_p50_s": 0.45}
+    front = _diagnose(engine, SERVING, base, {**now, "frontend_overhead_s": 0.33})
+    none = _diagnose(engine, SERVING, base, {**now, "frontend_overhead_s": 0.02})
+    assert front.observations["frontend_overhead_high"].present and front.observations["frontend_overhead_up"].present
+    assert none.observations["frontend_overhead_high"].present is False
+    assert front.hypotheses[0].id in ("gateway_saturation", "client_network_latency")
+    front_p = lambda d: _p(d, "gateway_saturation") + _p(d, "client_network_latency")
+    assert front_p(front) > 2 * front_p(none)
+
+
+def test_loading_in_the_training_process_points_at_the_input_pipeline(engine):
+    """num_workers=0 with steps waiting on data: the input pipeline leads, more so than with eight workers."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 1}
+    now = {"step_time_s": 0.6, "dataloader_wait_frac": 0.3}
+    main = _diagnose(engine, ctx, {"step_time_s": 0.4}, {**now, "dataloader_workers": 0})
+    eight = _diagnose(engine, ctx, {"step_time_s": 0.4}, {**now, "dataloader_workers": 8})
+    assert main.observations["dataloader_in_main_process"].present and not eight.observations["dataloader_in_main_process"].present
+    assert main.hypotheses[0].id == "input_pipeline_stall"
+    assert _p(main, "input_pipeline_stall") > _p(eight, "input_pipeline_stall")
