@@ -587,3 +587,16 @@ def test_loading_in_the_training_process_points_at_the_input_pipeline(engine):
     assert main.observations["dataloader_in_main_process"].present and not eight.observations["dataloader_in_main_process"].present
     assert main.hypotheses[0].id == "input_pipeline_stall"
     assert _p(main, "input_pipeline_stall") > _p(eight, "input_pipeline_stall")
+
+
+def test_decode_stalls_in_prefill_steps_point_at_the_scheduler_mix(engine):
+    """ITL P99 jumps; the step log shows the slow steps are the ones carrying prefill tokens: head-of-line
+    blocking leads. Stalls in decode-only steps count against it."""
+    base = {"itl_p50_s": 0.02, "itl_p99_s": 0.04}
+    now = {"itl_p50_s": 0.021, "itl_p99_s": 0.9}
+    with_prefill = _diagnose(engine, SERVING, base, {**now, "decode_stalls_with_prefill": True})
+    decode_only = _diagnose(engine, SERVING, base, {**now, "decode_stalls_with_prefill": False})
+    assert with_prefill.observations["decode_stalls_align_with_prefill"].present
+    assert decode_only.observations["decode_stalls_align_with_prefill"].present is False
+    assert with_prefill.hypotheses[0].id == "head_of_line_blocking"
+    assert _p(with_prefill, "head_of_line_blocking") > 2 * _p(decode_only, "head_of_line_blocking")
