@@ -600,3 +600,27 @@ def test_decode_stalls_in_prefill_steps_point_at_the_scheduler_mix(engine):
     assert decode_only.observations["decode_stalls_align_with_prefill"].present is False
     assert with_prefill.hypotheses[0].id == "head_of_line_blocking"
     assert _p(with_prefill, "head_of_line_blocking") > 2 * _p(decode_only, "head_of_line_blocking")
+
+
+def test_a_smaller_kv_pool_points_at_kv_exhaustion(engine):
+    """Same load and prompts, TTFT up with requests waiting: a KV pool that shrank since the baseline
+    (a bigger checkpoint, a lower memory fraction) raises KV exhaustion over the same evidence with the same pool."""
+    base = {"ttft_p50_s": 0.5, "requests_waiting": 1, "kv_cache_capacity_tokens": 268000}
+    now = {"ttft_p50_s": 4.0, "requests_waiting": 12}
+    shrank = _diagnose(engine, SERVING, base, {**now, "kv_cache_capacity_tokens": 197000})
+    same = _diagnose(engine, SERVING, base, {**now, "kv_cache_capacity_tokens": 268000})
+    assert shrank.observations["kv_capacity_down"].present and same.observations["kv_capacity_down"].present is False
+    assert _p(shrank, "kv_cache_exhaustion") > 2 * _p(same, "kv_cache_exhaustion")
+
+
+def test_more_collectives_per_step_point_at_a_training_setting(engine):
+    """Gradient accumulation that all-reduces on every micro-step: four collectives per optimizer step where
+    there was one names the training configuration."""
+    ctx = {"workload": "training", "nodes": 2, "gpus_per_node": 8}
+    base = {"step_time_s": 1.0, "comm_time_frac": 0.15, "collectives_per_step": 1}
+    now = {"step_time_s": 1.6, "comm_time_frac": 0.4}
+    more = _diagnose(engine, ctx, base, {**now, "collectives_per_step": 4})
+    same = _diagnose(engine, ctx, base, {**now, "collectives_per_step": 1})
+    assert more.observations["collectives_per_step_up"].present and same.observations["collectives_per_step_up"].present is False
+    assert more.hypotheses[0].id == "training_config_regression"
+    assert _p(more, "training_config_regression") > 2 * _p(same, "training_config_regression")
