@@ -624,3 +624,27 @@ def test_more_collectives_per_step_point_at_a_training_setting(engine):
     assert more.observations["collectives_per_step_up"].present and same.observations["collectives_per_step_up"].present is False
     assert more.hypotheses[0].id == "training_config_regression"
     assert _p(more, "training_config_regression") > 2 * _p(same, "training_config_regression")
+
+
+def test_gateway_errors_of_its_own_name_the_gateway(engine):
+    """5xx with the engines unsaturated: the access log flags the gateway's own rejections (circuit breaker
+    overflow), which names gateway saturation over engine-side causes; 5xx the engines returned do not."""
+    base = {"e2e_p50_s": 1.0, "http_5xx_rate": 0.0}
+    now = {"e2e_p50_s": 1.4, "http_5xx_rate": 0.2}
+    own = _diagnose(engine, SERVING, base, {**now, "gateway_error_frac": 0.2})
+    engines = _diagnose(engine, SERVING, base, {**now, "gateway_error_frac": 0.0})
+    assert own.observations["gateway_own_errors"].present and engines.observations["gateway_own_errors"].present is False
+    assert own.hypotheses[0].id == "gateway_saturation"
+    assert _p(own, "gateway_saturation") > 2 * _p(engines, "gateway_saturation")
+
+
+@pytest.mark.parametrize("site, cause", [("numa_balancing", "numa_affinity_misconfig"),
+                                         ("dataloader", "input_pipeline_stall"),
+                                         ("host_code", "host_cpu_bottleneck")])
+def test_where_the_slow_thread_waits(engine, site, cause):
+    """A stack sample of the slow rank names where its time goes; each place raises the causes that put time
+    there over the same slowdown sampled inside a collective."""
+    ctx = {"workload": "training", "nodes": 2, "gpus_per_node": 8}
+    here = _diagnose(engine, ctx, {"step_time_s": 1.0}, {"step_time_s": 1.5, "stall_site": site})
+    there = _diagnose(engine, ctx, {"step_time_s": 1.0}, {"step_time_s": 1.5, "stall_site": "collective"})
+    assert _p(here, cause) > 1.5 * _p(there, cause)
