@@ -648,3 +648,15 @@ def test_where_the_slow_thread_waits(engine, site, cause):
     here = _diagnose(engine, ctx, {"step_time_s": 1.0}, {"step_time_s": 1.5, "stall_site": site})
     there = _diagnose(engine, ctx, {"step_time_s": 1.0}, {"step_time_s": 1.5, "stall_site": "collective"})
     assert _p(here, cause) > 1.5 * _p(there, cause)
+
+
+def test_threads_far_above_the_usable_cores_point_at_the_host_cpu(engine):
+    """GPUs at 70% with the host CPU looking moderate: thirteen busy threads per usable core (pools sized for
+    the host) names host CPU contention; one thread per core does not."""
+    ctx = {"workload": "inference", "nodes": 1, "gpus": 2, "engine": "sglang"}
+    now = {"gpu_util": {"gpu0": 0.7, "gpu1": 0.7}, "host_cpu_util": {"node0": 0.6}}
+    over = _diagnose(engine, ctx, {}, {**now, "cpu_threads_per_core": 13.1})
+    fits = _diagnose(engine, ctx, {}, {**now, "cpu_threads_per_core": 1.0})
+    assert over.observations["cpu_threads_oversubscribed"].present and fits.observations["cpu_threads_oversubscribed"].present is False
+    assert over.hypotheses[0].id == "host_cpu_bottleneck"
+    assert _p(over, "host_cpu_bottleneck") > 3 * _p(fits, "host_cpu_bottleneck")
