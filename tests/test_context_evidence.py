@@ -660,3 +660,20 @@ def test_threads_far_above_the_usable_cores_point_at_the_host_cpu(engine):
     assert over.observations["cpu_threads_oversubscribed"].present and fits.observations["cpu_threads_oversubscribed"].present is False
     assert over.hypotheses[0].id == "host_cpu_bottleneck"
     assert _p(over, "host_cpu_bottleneck") > 3 * _p(fits, "host_cpu_bottleneck")
+
+
+def test_a_rollback_that_restores_the_speed_names_the_change(engine):
+    """After an NCCL upgrade the bus bandwidth halved; pinning the old NCCL alone brought it back, which
+    names the release over a network fault that happened at the same time."""
+    ctx = {"workload": "training", "nodes": 4, "gpus_per_node": 8, "rdma": True}
+    base = {"nccl_busbw_gb_per_s": 180.0, "step_time_s": 1.0}
+    now = {"nccl_busbw_gb_per_s": 90.0, "step_time_s": 1.4}
+    snap = lambda restores: parse_snapshot({"context": ctx, "changes": ["nccl_upgrade"], "baseline": base,
+                                            "current": {**now, "rollback_restores": restores}}, engine.kb, "t")
+    restored = engine.diagnose(snap(True), with_probes=False)
+    stayed = engine.diagnose(snap(False), with_probes=False)
+    assert restored.observations["rollback_restored_speed"].present
+    assert restored.hypotheses[0].id == "software_version_regression"
+    odds = lambda d: _p(d, "software_version_regression") / (1 - _p(d, "software_version_regression"))
+    assert odds(restored) > 3 * odds(stayed)
+    assert _p(restored, "rdma_network_degradation") < _p(stayed, "rdma_network_degradation")
