@@ -677,3 +677,15 @@ def test_a_rollback_that_restores_the_speed_names_the_change(engine):
     odds = lambda d: _p(d, "software_version_regression") / (1 - _p(d, "software_version_regression"))
     assert odds(restored) > 3 * odds(stayed)
     assert _p(restored, "rdma_network_degradation") < _p(stayed, "rdma_network_degradation")
+
+
+@pytest.mark.parametrize("gpu_util, idle_side", [(0.4, True), (0.95, False)])
+def test_where_the_throughput_plateau_sits_against_the_gpus(engine, gpu_util, idle_side):
+    """Doubling the clients adds no throughput. With the GPUs at 40% the cap is in front of them (batch cap,
+    host CPU, gateway); with them at 95% it is their capacity (a load surge beyond it)."""
+    now = {"gpu_util": {"gpu0": gpu_util}, "load_scaling_gain": 1.02, "requests_waiting": 20}
+    d = _diagnose(engine, SERVING, {"requests_waiting": 0}, now)
+    assert d.observations["throughput_plateau_gpu_idle"].present is idle_side
+    assert d.observations["throughput_plateau_gpu_busy"].present is (not idle_side)
+    front = max(_p(d, c) for c in ("batching_underutilization", "host_cpu_bottleneck", "gateway_saturation"))
+    assert (front > _p(d, "load_surge")) is idle_side
