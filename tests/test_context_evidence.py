@@ -689,3 +689,17 @@ def test_where_the_throughput_plateau_sits_against_the_gpus(engine, gpu_util, id
     assert d.observations["throughput_plateau_gpu_busy"].present is (not idle_side)
     front = max(_p(d, c) for c in ("batching_underutilization", "host_cpu_bottleneck", "gateway_saturation"))
     assert (front > _p(d, "load_surge")) is idle_side
+
+
+def test_gpu_memory_spilled_into_system_memory_is_memory_pressure(engine):
+    """After a driver update a LoRA run is ten times slower with no error; Task Manager shows 6 GB of shared
+    GPU memory in use: memory pressure leads, over the driver release itself."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 1}
+    base = {"step_time_s": 1.0}
+    snap = lambda spill: parse_snapshot({"context": ctx, "changes": ["driver_upgrade"], "baseline": base,
+                                         "current": {"step_time_s": 10.0, "gpu_memory_spilled_gb": spill}}, engine.kb, "t")
+    spilled = engine.diagnose(snap(6.0), with_probes=False)
+    none = engine.diagnose(snap(0.0), with_probes=False)
+    assert spilled.observations["gpu_memory_spills_to_host"].present and none.observations["gpu_memory_spills_to_host"].present is False
+    assert spilled.hypotheses[0].id == "memory_pressure"
+    assert _p(spilled, "memory_pressure") > 2 * _p(none, "memory_pressure")

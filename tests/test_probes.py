@@ -1,4 +1,5 @@
 """Next probes: ranked by information gain per minute, never asking for what is already known."""
+import pytest
 from conftest import REPO
 from perfdoctor.symptoms.snapshot import load_snapshot, parse_snapshot
 
@@ -11,11 +12,15 @@ def test_known_signals_are_not_asked_again(engine):
     assert "ask_changes" not in [p.id for p in d.next_probes]   # changes were given
 
 
-def test_what_changed_is_asked_when_unknown(engine):
-    snap = parse_snapshot({"current": {"step_time_s": 2.0}, "baseline": {"step_time_s": 1.5}}, engine.kb)
+@pytest.mark.parametrize("workload, signal", [("training", "step_time_s"), ("inference", "ttft_p50_s")])
+def test_what_changed_is_asked_when_unknown(engine, workload, signal):
+    """With only the headline metric known, 'what changed?' is among the first six of the 33 questions for
+    either workload (a serving incident first asks for the load, the GPUs, the latency split and the KV cache)."""
+    snap = parse_snapshot({"context": {"workload": workload}, "current": {signal: 2.0}, "baseline": {signal: 1.5}},
+                          engine.kb)
     d = engine.diagnose(snap)
     ids = [p.id for p in d.next_probes]
-    assert "ask_changes" in ids[:5]
+    assert "ask_changes" in ids[:6]
     first = d.next_probes[0]
     assert first.gain_bits > 0 and first.command
     assert [p.score for p in d.next_probes] == sorted((p.score for p in d.next_probes), reverse=True)
