@@ -703,3 +703,16 @@ def test_gpu_memory_spilled_into_system_memory_is_memory_pressure(engine):
     assert spilled.observations["gpu_memory_spills_to_host"].present and none.observations["gpu_memory_spills_to_host"].present is False
     assert spilled.hypotheses[0].id == "memory_pressure"
     assert _p(spilled, "memory_pressure") > 2 * _p(none, "memory_pressure")
+
+
+@pytest.mark.parametrize("hotspot, cause", [(["tokenize_template"], "host_cpu_bottleneck"),
+                                            (["stream_proxy"], "gateway_saturation"),
+                                            (["media_decode"], "input_pipeline_stall")])
+def test_what_the_busiest_host_thread_does(engine, hotspot, cause):
+    """A profile of the hottest host thread tells the engine's CPU path, a proxy in front and the data
+    loader apart; each raises its own cause over the same slowdown with the hot work unknown."""
+    ctx = {"workload": "training" if cause == "input_pipeline_stall" else "inference", "nodes": 1, "gpus_per_node": 8}
+    signal = "step_time_s" if cause == "input_pipeline_stall" else "ttft_p50_s"
+    known = _diagnose(engine, ctx, {signal: 1.0}, {signal: 2.0, "host_hotspot": hotspot})
+    unknown = _diagnose(engine, ctx, {signal: 1.0}, {signal: 2.0})
+    assert _p(known, cause) > 2 * _p(unknown, cause)
