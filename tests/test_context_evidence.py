@@ -540,104 +540,6 @@ def test_engine_settings_of_both_states(engine):
     assert _p(chunked(False), "head_of_line_blocking") > _p(chunked(True), "head_of_line_blocking")
 
 
-def test_model_partly_on_the_cpu_is_memory_pressure(engine):
-    """`ollama ps` showing 42%/58% CPU/GPU: the weights that did not fit run from host memory, which names
-    memory pressure over a busy host CPU; the same readings with the whole model on the GPU do not."""
-    ctx = {"workload": "inference", "engine": "ollama", "gpus": 1}
-    now = {"gpu_util": {"gpu0": 0.05}, "host_cpu_util": {"node0": 0.8}}
-    split = _diagnose(engine, ctx, {}, {**now, "model_on_cpu_frac": 0.42})
-    whole = _diagnose(engine, ctx, {}, {**now, "model_on_cpu_frac": 0.0})
-    assert split.observations["model_partly_on_cpu"].present and whole.observations["model_partly_on_cpu"].present is False
-    assert split.hypotheses[0].id == "memory_pressure"
-    assert _p(split, "memory_pressure") > 3 * _p(whole, "memory_pressure")
-
-
-def test_links_that_keep_recovering_name_nvlink_while_they_report_up(engine):
-    """Every link reports up, yet one GPU's links keep retraining (DCGM recovery counter): NVLink degradation
-    leads; the same step slowdown with no recovery events does not point there."""
-    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "H100-SXM"}
-    now = {"step_time_s": 2.0, "nvlink_active_links": {f"gpu{i}": 18 for i in range(4)}}
-    flapping = _diagnose(engine, ctx, {"step_time_s": 1.0}, {**now, "nvlink_error_rate": {"gpu0": 0, "gpu1": 0.5, "gpu2": 0, "gpu3": 0}})
-    quiet = _diagnose(engine, ctx, {"step_time_s": 1.0}, {**now, "nvlink_error_rate": {f"gpu{i}": 0 for i in range(4)}})
-    assert flapping.observations["nvlink_recovering"].present and quiet.observations["nvlink_recovering"].present is False
-    assert flapping.hypotheses[0].id == "nvlink_degradation"
-    assert _p(flapping, "nvlink_degradation") > 5 * _p(quiet, "nvlink_degradation")
-
-
-def test_time_spent_in_front_of_the_engine_names_the_front(engine):
-    """Clients see TTFT triple and the access log puts 0.3 s per request in front of the engine: a front-end
-    cause (gateway or network) leads; with the time in front unchanged at 20 ms it does not."""
-    base = {"ttft_p50_s": 0.15, "frontend_overhead_s": 0.02}
-    now = {"ttft_p50_s": 0.45}
-    front = _diagnose(engine, SERVING, base, {**now, "frontend_overhead_s": 0.33})
-    none = _diagnose(engine, SERVING, base, {**now, "frontend_overhead_s": 0.02})
-    assert front.observations["frontend_overhead_high"].present and front.observations["frontend_overhead_up"].present
-    assert none.observations["frontend_overhead_high"].present is False
-    assert front.hypotheses[0].id in ("gateway_saturation", "client_network_latency")
-    front_p = lambda d: _p(d, "gateway_saturation") + _p(d, "client_network_latency")
-    assert front_p(front) > 2 * front_p(none)
-
-
-def test_loading_in_the_training_process_points_at_the_input_pipeline(engine):
-    """num_workers=0 with steps waiting on data: the input pipeline leads, more so than with eight workers."""
-    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 1}
-    now = {"step_time_s": 0.6, "dataloader_wait_frac": 0.3}
-    main = _diagnose(engine, ctx, {"step_time_s": 0.4}, {**now, "dataloader_workers": 0})
-    eight = _diagnose(engine, ctx, {"step_time_s": 0.4}, {**now, "dataloader_workers": 8})
-    assert main.observations["dataloader_in_main_process"].present and not eight.observations["dataloader_in_main_process"].present
-    assert main.hypotheses[0].id == "input_pipeline_stall"
-    assert _p(main, "input_pipeline_stall") > _p(eight, "input_pipeline_stall")
-
-
-def test_decode_stalls_in_prefill_steps_point_at_the_scheduler_mix(engine):
-    """ITL P99 jumps; the step log shows the slow steps are the ones carrying prefill tokens: head-of-line
-    blocking leads. Stalls in decode-only steps count against it."""
-    base = {"itl_p50_s": 0.02, "itl_p99_s": 0.04}
-    now = {"itl_p50_s": 0.021, "itl_p99_s": 0.9}
-    with_prefill = _diagnose(engine, SERVING, base, {**now, "decode_stalls_with_prefill": True})
-    decode_only = _diagnose(engine, SERVING, base, {**now, "decode_stalls_with_prefill": False})
-    assert with_prefill.observations["decode_stalls_align_with_prefill"].present
-    assert decode_only.observations["decode_stalls_align_with_prefill"].present is False
-    assert with_prefill.hypotheses[0].id == "head_of_line_blocking"
-    assert _p(with_prefill, "head_of_line_blocking") > 2 * _p(decode_only, "head_of_line_blocking")
-
-
-def test_a_smaller_kv_pool_points_at_kv_exhaustion(engine):
-    """Same load and prompts, TTFT up with requests waiting: a KV pool that shrank since the baseline
-    (a bigger checkpoint, a lower memory fraction) raises KV exhaustion over the same evidence with the same pool."""
-    base = {"ttft_p50_s": 0.5, "requests_waiting": 1, "kv_cache_capacity_tokens": 268000}
-    now = {"ttft_p50_s": 4.0, "requests_waiting": 12}
-    shrank = _diagnose(engine, SERVING, base, {**now, "kv_cache_capacity_tokens": 197000})
-    same = _diagnose(engine, SERVING, base, {**now, "kv_cache_capacity_tokens": 268000})
-    assert shrank.observations["kv_capacity_down"].present and same.observations["kv_capacity_down"].present is False
-    assert _p(shrank, "kv_cache_exhaustion") > 2 * _p(same, "kv_cache_exhaustion")
-
-
-def test_more_collectives_per_step_point_at_a_training_setting(engine):
-    """Gradient accumulation that all-reduces on every micro-step: four collectives per optimizer step where
-    there was one names the training configuration."""
-    ctx = {"workload": "training", "nodes": 2, "gpus_per_node": 8}
-    base = {"step_time_s": 1.0, "comm_time_frac": 0.15, "collectives_per_step": 1}
-    now = {"step_time_s": 1.6, "comm_time_frac": 0.4}
-    more = _diagnose(engine, ctx, base, {**now, "collectives_per_step": 4})
-    same = _diagnose(engine, ctx, base, {**now, "collectives_per_step": 1})
-    assert more.observations["collectives_per_step_up"].present and same.observations["collectives_per_step_up"].present is False
-    assert more.hypotheses[0].id == "training_config_regression"
-    assert _p(more, "training_config_regression") > 2 * _p(same, "training_config_regression")
-
-
-def test_gateway_errors_of_its_own_name_the_gateway(engine):
-    """5xx with the engines unsaturated: the access log flags the gateway's own rejections (circuit breaker
-    overflow), which names gateway saturation over engine-side causes; 5xx the engines returned do not."""
-    base = {"e2e_p50_s": 1.0, "http_5xx_rate": 0.0}
-    now = {"e2e_p50_s": 1.4, "http_5xx_rate": 0.2}
-    own = _diagnose(engine, SERVING, base, {**now, "gateway_error_frac": 0.2})
-    engines = _diagnose(engine, SERVING, base, {**now, "gateway_error_frac": 0.0})
-    assert own.observations["gateway_own_errors"].present and engines.observations["gateway_own_errors"].present is False
-    assert own.hypotheses[0].id == "gateway_saturation"
-    assert _p(own, "gateway_saturation") > 2 * _p(engines, "gateway_saturation")
-
-
 @pytest.mark.parametrize("site, cause", [("numa_balancing", "numa_affinity_misconfig"),
                                          ("dataloader", "input_pipeline_stall"),
                                          ("host_code", "host_cpu_bottleneck")])
@@ -648,35 +550,6 @@ def test_where_the_slow_thread_waits(engine, site, cause):
     here = _diagnose(engine, ctx, {"step_time_s": 1.0}, {"step_time_s": 1.5, "stall_site": site})
     there = _diagnose(engine, ctx, {"step_time_s": 1.0}, {"step_time_s": 1.5, "stall_site": "collective"})
     assert _p(here, cause) > 1.5 * _p(there, cause)
-
-
-def test_threads_far_above_the_usable_cores_point_at_the_host_cpu(engine):
-    """GPUs at 70% with the host CPU looking moderate: thirteen busy threads per usable core (pools sized for
-    the host) names host CPU contention; one thread per core does not."""
-    ctx = {"workload": "inference", "nodes": 1, "gpus": 2, "engine": "sglang"}
-    now = {"gpu_util": {"gpu0": 0.7, "gpu1": 0.7}, "host_cpu_util": {"node0": 0.6}}
-    over = _diagnose(engine, ctx, {}, {**now, "cpu_threads_per_core": 13.1})
-    fits = _diagnose(engine, ctx, {}, {**now, "cpu_threads_per_core": 1.0})
-    assert over.observations["cpu_threads_oversubscribed"].present and fits.observations["cpu_threads_oversubscribed"].present is False
-    assert over.hypotheses[0].id == "host_cpu_bottleneck"
-    assert _p(over, "host_cpu_bottleneck") > 3 * _p(fits, "host_cpu_bottleneck")
-
-
-def test_a_rollback_that_restores_the_speed_names_the_change(engine):
-    """After an NCCL upgrade the bus bandwidth halved; pinning the old NCCL alone brought it back, which
-    names the release over a network fault that happened at the same time."""
-    ctx = {"workload": "training", "nodes": 4, "gpus_per_node": 8, "rdma": True}
-    base = {"nccl_busbw_gb_per_s": 180.0, "step_time_s": 1.0}
-    now = {"nccl_busbw_gb_per_s": 90.0, "step_time_s": 1.4}
-    snap = lambda restores: parse_snapshot({"context": ctx, "changes": ["nccl_upgrade"], "baseline": base,
-                                            "current": {**now, "rollback_restores": restores}}, engine.kb, "t")
-    restored = engine.diagnose(snap(True), with_probes=False)
-    stayed = engine.diagnose(snap(False), with_probes=False)
-    assert restored.observations["rollback_restored_speed"].present
-    assert restored.hypotheses[0].id == "software_version_regression"
-    odds = lambda d: _p(d, "software_version_regression") / (1 - _p(d, "software_version_regression"))
-    assert odds(restored) > 3 * odds(stayed)
-    assert _p(restored, "rdma_network_degradation") < _p(stayed, "rdma_network_degradation")
 
 
 @pytest.mark.parametrize("gpu_util, idle_side", [(0.4, True), (0.95, False)])
@@ -691,20 +564,6 @@ def test_where_the_throughput_plateau_sits_against_the_gpus(engine, gpu_util, id
     assert (front > _p(d, "load_surge")) is idle_side
 
 
-def test_gpu_memory_spilled_into_system_memory_is_memory_pressure(engine):
-    """After a driver update a LoRA run is ten times slower with no error; Task Manager shows 6 GB of shared
-    GPU memory in use: memory pressure leads, over the driver release itself."""
-    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 1}
-    base = {"step_time_s": 1.0}
-    snap = lambda spill: parse_snapshot({"context": ctx, "changes": ["driver_upgrade"], "baseline": base,
-                                         "current": {"step_time_s": 10.0, "gpu_memory_spilled_gb": spill}}, engine.kb, "t")
-    spilled = engine.diagnose(snap(6.0), with_probes=False)
-    none = engine.diagnose(snap(0.0), with_probes=False)
-    assert spilled.observations["gpu_memory_spills_to_host"].present and none.observations["gpu_memory_spills_to_host"].present is False
-    assert spilled.hypotheses[0].id == "memory_pressure"
-    assert _p(spilled, "memory_pressure") > 2 * _p(none, "memory_pressure")
-
-
 @pytest.mark.parametrize("hotspot, cause", [(["tokenize_template"], "host_cpu_bottleneck"),
                                             (["stream_proxy"], "gateway_saturation"),
                                             (["media_decode"], "input_pipeline_stall")])
@@ -716,3 +575,96 @@ def test_what_the_busiest_host_thread_does(engine, hotspot, cause):
     known = _diagnose(engine, ctx, {signal: 1.0}, {signal: 2.0, "host_hotspot": hotspot})
     unknown = _diagnose(engine, ctx, {signal: 1.0}, {signal: 2.0})
     assert _p(known, cause) > 2 * _p(unknown, cause)
+
+
+def _reading_effect(engine, context, baseline, current, signal, value, other, finding, changes=None):
+    """The same evidence diagnosed with `signal` at `value` and at `other`; `finding` must hold for the first
+    reading and not for the second. Returns both diagnoses."""
+    def run(v):
+        data = {"context": context, "baseline": baseline, "current": {**current, signal: v}}
+        if changes is not None:
+            data["changes"] = changes
+        return engine.diagnose(parse_snapshot(data, engine.kb, "test"), with_probes=False)
+    with_it, without = run(value), run(other)
+    assert with_it.observations[finding].present and without.observations[finding].present is False
+    return with_it, without
+
+
+TRAINING_1 = {"workload": "training", "nodes": 1, "gpus_per_node": 1}
+
+# Each row: a reading that incident reports state, the finding it gives, the cause it names (first, and
+# `factor` times likelier than over the same evidence with the other reading). Sources are in kb/signals.
+READINGS = {
+    # `ollama ps` 42%/58% CPU/GPU: weights that did not fit run from host memory, not a busy host CPU
+    "model_partly_on_cpu": ({"workload": "inference", "engine": "ollama", "gpus": 1}, None, {},
+                            {"gpu_util": {"gpu0": 0.05}, "host_cpu_util": {"node0": 0.8}},
+                            "model_on_cpu_frac", 0.42, 0.0, "memory_pressure", 3),
+    # every link reports up, yet one GPU's links keep retraining (DCGM recovery counter)
+    "nvlink_recovering": ({"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "H100-SXM"}, None,
+                          {"step_time_s": 1.0}, {"step_time_s": 2.0, "nvlink_active_links": {f"gpu{i}": 18 for i in range(4)}},
+                          "nvlink_error_rate", {"gpu0": 0, "gpu1": 0.5, "gpu2": 0, "gpu3": 0}, {f"gpu{i}": 0 for i in range(4)},
+                          "nvlink_degradation", 5),
+    # num_workers=0 with steps waiting on data, against eight workers
+    "dataloader_in_main_process": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.6, "dataloader_wait_frac": 0.3},
+                                   "dataloader_workers", 0, 8, "input_pipeline_stall", 1),
+    # ITL P99 jumps and the step log shows the slow steps carry prefill tokens; decode-only stalls count against
+    "decode_stalls_align_with_prefill": (SERVING, None, {"itl_p50_s": 0.02, "itl_p99_s": 0.04},
+                                         {"itl_p50_s": 0.021, "itl_p99_s": 0.9},
+                                         "decode_stalls_with_prefill", True, False, "head_of_line_blocking", 2),
+    # gradient accumulation that all-reduces on every micro-step: four collectives per step where there was one
+    "collectives_per_step_up": ({"workload": "training", "nodes": 2, "gpus_per_node": 8}, None,
+                                {"step_time_s": 1.0, "comm_time_frac": 0.15, "collectives_per_step": 1},
+                                {"step_time_s": 1.6, "comm_time_frac": 0.4},
+                                "collectives_per_step", 4, 1, "training_config_regression", 2),
+    # 5xx the gateway produced itself (circuit breaker overflow), against 5xx the engines returned
+    "gateway_own_errors": (SERVING, None, {"e2e_p50_s": 1.0, "http_5xx_rate": 0.0}, {"e2e_p50_s": 1.4, "http_5xx_rate": 0.2},
+                           "gateway_error_frac", 0.2, 0.0, "gateway_saturation", 2),
+    # thirteen busy threads per usable core (pools sized for the host) while the host CPU looks moderate
+    "cpu_threads_oversubscribed": ({"workload": "inference", "nodes": 1, "gpus": 2, "engine": "sglang"}, None, {},
+                                   {"gpu_util": {"gpu0": 0.7, "gpu1": 0.7}, "host_cpu_util": {"node0": 0.6}},
+                                   "cpu_threads_per_core", 13.1, 1.0, "host_cpu_bottleneck", 3),
+    # after a driver update, ten times slower with no error and 6 GB of shared GPU memory in use
+    "gpu_memory_spills_to_host": (TRAINING_1, ["driver_upgrade"], {"step_time_s": 1.0}, {"step_time_s": 10.0},
+                                  "gpu_memory_spilled_gb", 6.0, 0.0, "memory_pressure", 2),
+}
+
+
+@pytest.mark.parametrize("finding", READINGS)
+def test_a_stated_reading_names_its_cause(engine, finding):
+    context, changes, base, now, signal, value, other, cause, factor = READINGS[finding]
+    with_it, without = _reading_effect(engine, context, base, now, signal, value, other, finding, changes)
+    assert with_it.hypotheses[0].id == cause
+    assert _p(with_it, cause) > factor * _p(without, cause)
+
+
+def test_a_smaller_kv_pool_points_at_kv_exhaustion(engine):
+    """Same load and prompts, TTFT up with requests waiting: a KV pool that shrank since the baseline raises KV
+    exhaustion over the same evidence with the same pool (most exhaustion is demand, so it need not lead)."""
+    shrank, same = _reading_effect(engine, SERVING, {"ttft_p50_s": 0.5, "requests_waiting": 1, "kv_cache_capacity_tokens": 268000},
+                                   {"ttft_p50_s": 4.0, "requests_waiting": 12},
+                                   "kv_cache_capacity_tokens", 197000, 268000, "kv_capacity_down")
+    assert _p(shrank, "kv_cache_exhaustion") > 2 * _p(same, "kv_cache_exhaustion")
+
+
+def test_time_spent_in_front_of_the_engine_names_the_front(engine):
+    """Clients see TTFT triple and the access log puts 0.3 s per request in front of the engine: a front-end
+    cause (gateway or network) leads; with the time in front unchanged at 20 ms it does not."""
+    front, none = _reading_effect(engine, SERVING, {"ttft_p50_s": 0.15, "frontend_overhead_s": 0.02}, {"ttft_p50_s": 0.45},
+                                  "frontend_overhead_s", 0.33, 0.02, "frontend_overhead_high")
+    assert front.observations["frontend_overhead_up"].present
+    assert front.hypotheses[0].id in ("gateway_saturation", "client_network_latency")
+    front_p = lambda d: _p(d, "gateway_saturation") + _p(d, "client_network_latency")
+    assert front_p(front) > 2 * front_p(none)
+
+
+def test_a_rollback_that_restores_the_speed_names_the_change(engine):
+    """After an NCCL upgrade the bus bandwidth halved; pinning the old NCCL alone brought it back, which
+    names the release over a network fault that happened at the same time."""
+    restored, stayed = _reading_effect(engine, {"workload": "training", "nodes": 4, "gpus_per_node": 8, "rdma": True},
+                                       {"nccl_busbw_gb_per_s": 180.0, "step_time_s": 1.0},
+                                       {"nccl_busbw_gb_per_s": 90.0, "step_time_s": 1.4},
+                                       "rollback_restores", True, False, "rollback_restored_speed", changes=["nccl_upgrade"])
+    assert restored.hypotheses[0].id == "software_version_regression"
+    odds = lambda d: _p(d, "software_version_regression") / (1 - _p(d, "software_version_regression"))
+    assert odds(restored) > 3 * odds(stayed)
+    assert _p(restored, "rdma_network_degradation") < _p(stayed, "rdma_network_degradation")
