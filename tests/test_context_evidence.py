@@ -626,6 +626,16 @@ READINGS = {
     # after a driver update, ten times slower with no error and 6 GB of shared GPU memory in use
     "gpu_memory_spills_to_host": (TRAINING_1, ["driver_upgrade"], {"step_time_s": 1.0}, {"step_time_s": 10.0},
                                   "gpu_memory_spilled_gb", 6.0, 0.0, "memory_pressure", 2),
+    # --enforce-eager on a one-GPU server whose GPU idles half the time: kernels launched one by one from Python
+    "cuda_graphs_off": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {},
+                        {"gpu_util": {"gpu0": 0.45}, "itl_p50_s": 0.03, "host_cpu_util": {"node0": 0.3}},
+                        "cuda_graphs", False, True, "host_cpu_bottleneck", 2),
+    # steps slow more the longer the job runs (a restart helps) with device memory nearly full
+    "slowdown_worsening": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.8, "fb_used_frac": {"gpu0": 0.96}},
+                           "slowdown_pattern", "worsening", "steady", "memory_pressure", 2),
+    # fast for the first minutes, then a lower plateau on a hot GPU (heat soak)
+    "slowdown_after_start": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.4, "temp_c": {"gpu0": 84}},
+                             "slowdown_pattern", "drop_after_start", "steady", "gpu_throttling", 2),
 }
 
 
