@@ -636,6 +636,15 @@ READINGS = {
     # fast for the first minutes, then a lower plateau on a hot GPU (heat soak)
     "slowdown_after_start": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.4, "temp_c": {"gpu0": 84}},
                              "slowdown_pattern", "drop_after_start", "steady", "gpu_throttling", 2),
+    # P/D serving whose TTFT grew, with the KV connector on UCX's TCP fallback instead of RDMA
+    "kv_transfer_over_tcp": ({"workload": "inference", "nodes": 2, "gpus_per_node": 8, "engine": "vllm", "disaggregated": True},
+                             None, {"ttft_p50_s": 0.3}, {"ttft_p50_s": 2.5},
+                             "kv_transfer_transport", "tcp", "rdma", "kv_transfer_bottleneck", 2),
+    # one replica's GPU busy and three idle behind a session-hash router, against a least-load one
+    "routing_blind_to_load": ({"workload": "inference", "replicas": 4, "engine": "vllm", "gateway": "envoy"}, None,
+                              {"ttft_p99_s": 0.5, "gpu_util": {f"gpu{i}": 0.9 for i in range(4)}},
+                              {"ttft_p99_s": 4.0, "gpu_util": {"gpu0": 0.95, "gpu1": 0.3, "gpu2": 0.35, "gpu3": 0.4}},
+                              "routing_policy", ["session_hash"], ["least_load"], "load_imbalance", 2),
 }
 
 
@@ -645,6 +654,17 @@ def test_a_stated_reading_names_its_cause(engine, finding):
     with_it, without = _reading_effect(engine, context, base, now, signal, value, other, finding, changes)
     assert with_it.hypotheses[0].id == cause
     assert _p(with_it, cause) > factor * _p(without, cause)
+
+
+def test_a_vm_raises_the_causes_a_hypervisor_brings(engine):
+    """Inside a VM, P2P, GPUDirect, the NUMA view and the host's cores depend on the hypervisor: each of those
+    causes gains against the same evidence on a physical host, and a software cause does not."""
+    context = {"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "L40S"}
+    base, now = {"step_time_s": 1.0, "nccl_busbw_gb_per_s": 20}, {"step_time_s": 1.6, "nccl_busbw_gb_per_s": 6}
+    vm, host = _reading_effect(engine, context, base, now, "virtualized", True, False, "runs_in_vm")
+    for cause in ("pcie_link_degradation", "numa_affinity_misconfig", "noisy_neighbor"):
+        assert _p(vm, cause) > 1.3 * _p(host, cause), cause
+    assert _p(vm, "software_version_regression") < _p(host, "software_version_regression")
 
 
 def test_a_smaller_kv_pool_points_at_kv_exhaustion(engine):
