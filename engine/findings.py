@@ -115,16 +115,18 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
     rule, cur = finding.rule, _values(snap.current[sid])
     kind, unit = rule.kind, signal.unit
     entity_named = isinstance(snap.current[sid], dict)
-    if kind in ("above", "below"):
-        agg = AGGREGATES[rule.aggregate or ("max" if kind == "above" else "min")]
-        bound = rule.above if kind == "above" else rule.below
+    if kind in ("above", "at_least", "below"):
+        upper = kind != "below"
+        agg = AGGREGATES[rule.aggregate or ("max" if upper else "min")]
+        bound = getattr(rule, kind)
+        holds = {"above": lambda v: v > bound, "at_least": lambda v: v >= bound, "below": lambda v: v < bound}[kind]
         value = agg(cur.values())
-        hit = [e for e, v in cur.items() if (v > bound if kind == "above" else v < bound)]
-        present = value > bound if kind == "above" else value < bound
-        detail = f"{sid} {_fmt(value, unit)} ({rule.aggregate or ('max' if kind == 'above' else 'min')}) " \
-                 f"{'>' if kind == 'above' else '<'} {bound:g}" if present else \
-                 f"{sid} {_fmt(value, unit)}, not {'above' if kind == 'above' else 'below'} {bound:g}"
-        near = bound * (1 - MARGINAL_BAND) < value < bound if kind == "above" else bound < value < bound * (1 + MARGINAL_BAND)
+        hit = [e for e, v in cur.items() if holds(v)]
+        present = holds(value)
+        op = {"above": ">", "at_least": ">=", "below": "<"}[kind]
+        detail = f"{sid} {_fmt(value, unit)} ({rule.aggregate or ('max' if upper else 'min')}) {op} {bound:g}" if present else \
+                 f"{sid} {_fmt(value, unit)}, not {'above' if upper else 'below'} {bound:g}"
+        near = bound * (1 - MARGINAL_BAND) < value < bound if upper else bound < value < bound * (1 + MARGINAL_BAND)
         if not present and bound > 0 and near:
             return Observation(finding.id, sid, None, detail + ", marginal")
         return Observation(finding.id, sid, present, detail, hit if entity_named and present else [])

@@ -109,7 +109,7 @@ def check_finding_roles(kb: KB, g: nx.DiGraph) -> list[Issue]:
 
 def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
     """Rules must fit their signal's kind, and any second signal they name must exist."""
-    numeric = {"above", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "plus",
+    numeric = {"above", "at_least", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "plus",
                "tail_ratio_up", "spread_above", "parts_share"}
     out = []
     for sid, signal in kb.signals.items():

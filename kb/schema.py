@@ -90,7 +90,8 @@ NOT_TESTS = {"aggregate", "when", "unless_changed", "complement", "only_without_
 
 class Rule(Entry):
     """Exactly one test that turns a signal into a present/absent finding."""
-    above: float | None = None
+    above: float | None = None     # value > bound (a count above 0 is any at all)
+    at_least: float | None = None  # value >= bound: a level reached counts ("host CPU >= 90%" holds at 90%)
     below: float | None = None
     ratio_up: float | None = None
     ratio_down: float | None = None

@@ -698,3 +698,18 @@ def test_a_rollback_that_restores_the_speed_names_the_change(engine):
     odds = lambda d: _p(d, "software_version_regression") / (1 - _p(d, "software_version_regression"))
     assert odds(restored) > 3 * odds(stayed)
     assert _p(restored, "rdma_network_degradation") < _p(stayed, "rdma_network_degradation")
+
+
+def test_a_level_reached_counts_and_a_zero_count_does_not(engine):
+    """`at_least` rules hold at their bound (host CPU at exactly 90% is saturated, as the title says), while a
+    count rule `above: 0` holds only for a count above zero (no XID errors is not an XID finding)."""
+    def observed(current):
+        snap = parse_snapshot({"context": {"workload": "training", "nodes": 1, "gpus_per_node": 1},
+                               "current": current}, engine.kb, "test")
+        return engine.diagnose(snap, with_probes=False).observations
+    at_bound = observed({"host_cpu_util": {"node0": 0.9}, "xid_errors": {"gpu0": 0}})
+    assert at_bound["host_cpu_high"].present is True
+    assert at_bound["xid_present"].present is False
+    below = observed({"host_cpu_util": {"node0": 0.7}, "xid_errors": {"gpu0": 1}})
+    assert below["host_cpu_high"].present is False
+    assert below["xid_present"].present is True
