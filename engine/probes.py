@@ -29,15 +29,26 @@ class ProbeSuggestion:
         return self.gain_bits / (self.cost + HANDOFF_MIN)
 
 
-def probe_findings(kb: KB, inf: ExactInference, signals: list[str]) -> list[str]:
-    """Network findings that measuring `signals` would reveal."""
+def probe_findings(kb: KB, inf: ExactInference, signals: list[str], gated: dict[str, list[str]] | None = None) -> list[str]:
+    """Network findings that measuring `signals` would reveal (their own, and those a `when:` gates on them)."""
+    gated = gated if gated is not None else findings_gated_on(kb)
     out = []
     for sid in signals:
         fids = [change_finding_id(c) for c in kb.changes] if sid == "changes" else \
             [f.id for f in kb.signals[sid].findings]
-        fids += [f.id for s in kb.signals.values() for f in s.findings if sid in [c.signal for c in f.rule.conditions]]
+        fids += gated.get(sid, [])
         out += [f for f in fids if (f in inf.mech_index or f in inf.sig_index) and f not in out]
     return out
+
+
+def findings_gated_on(kb: KB) -> dict[str, list[str]]:
+    """For each signal, the findings of other signals whose `when:` condition reads it."""
+    gated: dict[str, list[str]] = {}
+    for s in kb.signals.values():
+        for f in s.findings:
+            for sid in dict.fromkeys(c.signal for c in f.rule.conditions):
+                gated.setdefault(sid, []).append(f.id)
+    return gated
 
 
 def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str],
@@ -57,6 +68,7 @@ def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str],
        5-minute one once someone has to run it and paste the output; disruptive probes are marked, not penalised.
     """
     view = _support(inf, joint)
+    gated = findings_gated_on(kb)
     out = []
     for probe in kb.probes.values():
         if workload and workload not in probe.workloads:
@@ -64,7 +76,7 @@ def rank_probes(kb: KB, inf: ExactInference, joint: Joint, known: set[str],
         unknown = [s for s in probe.fills if s not in known]
         if not unknown:
             continue
-        findings = [f for f in probe_findings(kb, inf, unknown) if f not in joint.evidence]
+        findings = [f for f in probe_findings(kb, inf, unknown, gated) if f not in joint.evidence]
         gain = expected_gain(inf, joint, findings, view) if findings else 0.0
         out.append(ProbeSuggestion(probe.id, probe.title, unknown, probe.command, probe.promql,
                                    probe.cost_min, probe.disruptive, gain))
