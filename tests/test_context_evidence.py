@@ -645,6 +645,15 @@ READINGS = {
                               {"ttft_p99_s": 0.5, "gpu_util": {f"gpu{i}": 0.9 for i in range(4)}},
                               {"ttft_p99_s": 4.0, "gpu_util": {"gpu0": 0.95, "gpu1": 0.3, "gpu2": 0.35, "gpu3": 0.4}},
                               "routing_policy", ["session_hash"], ["least_load"], "load_imbalance", 2),
+    # a load sweep that stops gaining while the running batch sits at max_num_seqs and requests queue
+    "throughput_plateau_at_batch_cap": ({"workload": "inference", "gpus": 1, "engine": "tensorrt-llm", "max_num_seqs": 8},
+                                        None, {}, {"requests_running": 8, "requests_waiting": 6, "gpu_util": {"gpu0": 0.8},
+                                                   "ttft_p99_s": 3.0},
+                                        "load_scaling_gain", 1.0, 1.9, "batching_underutilization", 2),
+    # preemptions began and the step log shows the slow decode steps carry (recomputed) prefill
+    "decode_stalls_align_with_prefill": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None,
+                                         {"itl_p99_s": 0.05, "preemptions_per_s": 0}, {"itl_p99_s": 0.9, "preemptions_per_s": 0.3},
+                                         "decode_stalls_with_prefill", True, False, "kv_cache_exhaustion", 1.5),
 }
 
 
@@ -665,6 +674,18 @@ def test_a_vm_raises_the_causes_a_hypervisor_brings(engine):
     for cause in ("pcie_link_degradation", "numa_affinity_misconfig", "noisy_neighbor"):
         assert _p(vm, cause) > 1.3 * _p(host, cause), cause
     assert _p(vm, "software_version_regression") < _p(host, "software_version_regression")
+
+
+def test_a_thread_blocked_in_a_driver_call_points_outside_the_engine(engine):
+    """Stack samples that find the serving thread blocked in a CUDA driver call (a memory query, a synchronize)
+    raise a neighbour holding a driver-wide lock and a hung GPU, and lower the engine's own CPU path, against
+    the same stall with the thread busy in host code."""
+    context = {"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}
+    blocked, busy = _reading_effect(engine, context, {"e2e_p99_s": 20}, {"e2e_p99_s": 300, "output_tokens_per_s": 0},
+                                    "stall_site", "device_call", "host_code", "stalls_in_device_call")
+    assert _p(blocked, "noisy_neighbor") > 1.5 * _p(busy, "noisy_neighbor")
+    assert _p(blocked, "gpu_hardware_fault") > 3 * _p(busy, "gpu_hardware_fault")
+    assert _p(blocked, "host_cpu_bottleneck") < _p(busy, "host_cpu_bottleneck") / 3
 
 
 def test_a_smaller_kv_pool_points_at_kv_exhaustion(engine):
