@@ -654,6 +654,9 @@ READINGS = {
     "decode_stalls_align_with_prefill": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None,
                                          {"itl_p99_s": 0.05, "preemptions_per_s": 0}, {"itl_p99_s": 0.9, "preemptions_per_s": 0.3},
                                          "decode_stalls_with_prefill", True, False, "kv_cache_exhaustion", 1.5),
+    # the TTFT tail and the queue grew with twice the clients, against a rerun of the same benchmark
+    "offered_load_up": (SERVING, None, {"ttft_p99_s": 0.5, "requests_waiting": 2}, {"ttft_p99_s": 3.0, "requests_waiting": 40},
+                        "offered_load_ratio", 2.0, 1.0, "load_surge", 3),
 }
 
 
