@@ -657,6 +657,12 @@ READINGS = {
     # the TTFT tail and the queue grew with twice the clients, against a rerun of the same benchmark
     "offered_load_up": (SERVING, None, {"ttft_p99_s": 0.5, "requests_waiting": 2}, {"ttft_p99_s": 3.0, "requests_waiting": 40},
                         "offered_load_ratio", 2.0, 1.0, "load_surge", 3),
+    # a scheduler change moved the router from session affinity to round robin, and the TTFT tail grew
+    "routing_lost_session_affinity": ({"workload": "inference", "engine": "sglang", "client_concurrency": 64},
+                                      ["scheduler_config"],
+                                      {"ttft_p99_s": 6.8, "routing_policy": ["session_hash"], "prefix_caching": True},
+                                      {"ttft_p99_s": 27.5, "prefix_caching": True},
+                                      "routing_policy", ["round_robin"], ["session_hash"], "prefix_cache_degradation", 2),
 }
 
 
