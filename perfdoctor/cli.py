@@ -31,7 +31,9 @@ def evidence_options(fn):
     options = [
         click.option("--artifact", "artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
                      help="tool output (nvidia-smi -q/-x/dmon/topo, nccl-tests, ib_write_bw, iostat, Kineto "
-                          "trace); kind detected from content; HOST prefixes entity names"),
+                          "trace, vLLM or SGLang server log); kind detected from content; HOST prefixes entity names"),
+        click.option("--baseline-artifact", "baseline_artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
+                     help="the same kind of tool output from before the regression: its readings are the baseline"),
         click.option("--prometheus", metavar="URL", help="read every signal from this Prometheus server"),
         click.option("--window", default="10m", show_default=True, help="Prometheus range for rates and quantiles"),
         click.option("--baseline-offset", default="1h", show_default=True, help="baseline = the same window this far back"),
@@ -55,7 +57,7 @@ def _seconds(text, key):
     return float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60}[m.group(2)]
 
 
-def _gather(engine, snapshot, artifacts, prometheus=None, window="10m", baseline_offset="1h", selector="",
+def _gather(engine, snapshot, artifacts, baseline_artifacts=(), prometheus=None, window="10m", baseline_offset="1h", selector="",
             timeout=10.0, ca_file=None, insecure=False, scrapes=(), interval="15s"):
     """Every evidence source merged into one snapshot; credentials come from PERFDOCTOR_PROM_* only."""
     from perfdoctor.symptoms.evidence import gather
@@ -73,7 +75,7 @@ def _gather(engine, snapshot, artifacts, prometheus=None, window="10m", baseline
     if scrapes:
         from perfdoctor.symptoms.scrape import scrape_snapshot
         live.append(scrape_snapshot(engine.kb, list(scrapes), _seconds(interval, "--interval"), timeout))
-    return gather(engine.kb, base, artifacts, live)
+    return gather(engine.kb, base, artifacts, live, baseline_artifacts)
 
 
 @cli.command()

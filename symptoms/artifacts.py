@@ -4,7 +4,7 @@ import re
 
 from perfdoctor.errors import InputError
 
-from . import ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo
+from . import engine_log, ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo
 from .common import Artifact
 
 # (kind, detect, parse) in detection order: an explicit list, no discovery.
@@ -18,6 +18,7 @@ PARSERS = [
     ("ib_write_bw", ib_write_bw.detect, ib_write_bw.parse),
     ("iostat", iostat.detect, iostat.parse),
     ("kineto", kineto.detect, kineto.parse),
+    ("engine_log", engine_log.detect, engine_log.parse),
 ]
 KINDS = [k for k, _, _ in PARSERS]
 

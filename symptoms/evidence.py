@@ -7,7 +7,8 @@ from perfdoctor.kb.loader import KB
 from perfdoctor.symptoms.snapshot import Snapshot, load_snapshot, parse_snapshot
 
 ARTIFACT_SPEC = re.compile(r"^(?:(?P<host>[A-Za-z0-9_.\-]+):)?(?:(?P<kind>[a-z_]+)=)?(?P<path>.+)$")
-VERSION_KEYS = ("driver", "cuda", "nccl")
+VERSION_KEYS = ("driver", "cuda", "nccl", "vllm", "sglang")
+CONTEXT_KEYS = ("gpu", "engine", "tp", "max_num_seqs")   # what a tool output says about the deployment
 
 
 def parse_artifact_spec(spec: str) -> tuple[str | None, str | None, str]:
@@ -54,28 +55,34 @@ def merge(kb: KB, base: Snapshot, other: Snapshot, label: str) -> Snapshot:
     return base
 
 
-def artifact_snapshot(kb: KB, spec: str) -> Snapshot:
-    """One tool output as a Snapshot; values go through the same validation as a snapshot file."""
+def artifact_snapshot(kb: KB, spec: str, part: str = "current") -> Snapshot:
+    """One tool output as a Snapshot, its readings in `part` (current, or baseline for an output of the good
+    state); values go through the same validation as a snapshot file. A baseline output adds no context."""
     from perfdoctor.symptoms.artifacts import load_artifact
     host, kind, path = parse_artifact_spec(spec)
     art = load_artifact(path, kind)
     prefix = f"{host}/" if host else ""
-    current = {sid: ({f"{prefix}{e}": v for e, v in value.items()} if isinstance(value, dict) else value)
-               for sid, value in art.signals.items()}
+    readings = {sid: ({f"{prefix}{e}": v for e, v in value.items()} if isinstance(value, dict) else value)
+                for sid, value in art.signals.items()}
     context = {"tools": {f"{prefix}{art.kind}": {k: v for k, v in art.context.items()}}}
-    if "gpu" in art.context:
-        context["gpu"] = art.context["gpu"]
+    context.update({k: art.context[k] for k in CONTEXT_KEYS if k in art.context})
     versions = {k: str(art.context[k]) for k in VERSION_KEYS if art.context.get(k)}
     if versions:
         context["versions"] = versions
-    snap = parse_snapshot({"context": context, "current": current}, kb, path) if current else \
+    if part == "baseline":
+        context = {}
+    snap = parse_snapshot({"context": context, "current": readings}, kb, path) if readings else \
         Snapshot(source=path, context=context)
+    if part == "baseline":
+        snap.baseline, snap.current = snap.current, {}
     snap.warnings.extend(f"{path}: {note}" for note in art.notes)
     return snap
 
 
-def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = (), live: list[Snapshot] = ()) -> Snapshot:
-    """The snapshot (file or loaded) first, then each artifact, then live sources; earlier values win."""
+def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = (), live: list[Snapshot] = (),
+           baseline_artifacts: tuple = ()) -> Snapshot:
+    """The snapshot (file or loaded) first, then each artifact, then live sources; earlier values win.
+    `baseline_artifacts` are outputs of the same tools from before the regression: their readings are the baseline."""
     if snapshot is None and not artifacts and not live:
         raise InputError("perfdoctor", "", "no evidence: give a SNAPSHOT file, --artifact, --prometheus or --scrape")
     if isinstance(snapshot, str):
@@ -83,6 +90,8 @@ def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = ()
     base = snapshot or Snapshot(source="+".join([*artifacts, *(s.source for s in live)]) or "live")
     for spec in artifacts:
         merge(kb, base, artifact_snapshot(kb, spec), spec)
+    for spec in baseline_artifacts:
+        merge(kb, base, artifact_snapshot(kb, spec, part="baseline"), spec)
     for snap in live:
         merge(kb, base, snap, snap.source)
     if not base.current:
