@@ -85,6 +85,7 @@ def known_gpus(context: dict) -> int | None:
 # averages or thresholds just missed. Chosen on the library (0.2-1.0 tried; 0.4-0.6 best on AC@1 and AC@3,
 # lower still improves Brier but hardly counts an absence), checked on the holdout.
 ABSENT_EVIDENCE_WEIGHT = 0.5
+ENGINE_SOURCES = {"vllm", "vllm_v0", "sglang", "tgi"}   # metrics only an inference engine reports
 
 
 class Engine:
@@ -93,19 +94,23 @@ class Engine:
     def __init__(self, kb: KB):
         self.kb = require_valid(kb)
         self.net: NoisyOrNetwork = compile_network(kb)
+        self.engine_signals = {sid for sid, s in kb.signals.items() if any(m.source in ENGINE_SOURCES for m in s.metrics)}
         self.inference = ExactInference(self.net, ABSENT_EVIDENCE_WEIGHT)
 
     @classmethod
     def load(cls, kb_root=None) -> "Engine":
         return cls(load_kb(kb_root) if kb_root else load_kb())
 
-    def priors(self, context: dict, before_known: bool = True) -> np.ndarray:
+    def priors(self, context: dict, before_known: bool = True, generates: bool = False) -> np.ndarray:
         """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope).
 
-        `before_known` is False when the snapshot has neither a baseline nor a change list.
+        `before_known` is False when the snapshot has neither a baseline nor a change list. `generates` is True
+        when a training snapshot carries readings only an inference engine reports (an RL job's rollouts run
+        on vLLM or SGLang): the inference causes then apply to that phase.
         """
         prior = self.net.prior.copy()
         workload, nodes, tp = context.get("workload"), context.get("nodes"), context.get("tp")
+        workloads = {workload, "inference"} if generates else {workload}
         gpu = match_gpu(str(context["gpu"])) if context.get("gpu") else None
         link = match_interconnect(str(context["interconnect"])) if context.get("interconnect") else None
         no_nvlink = gpu is not None and not gpu.nvlink_gb_s and not getattr(gpu, "nvlink_bridge_gb_s", None)
@@ -113,7 +118,7 @@ class Engine:
         units = known_gpus(context)
         for i, cid in enumerate(self.net.causes):
             scope = self.kb.root_causes[cid].scope
-            if (workload and workload not in scope.workloads) or (nodes and nodes < scope.min_nodes) \
+            if (workload and not workloads & set(scope.workloads)) or (nodes and nodes < scope.min_nodes) \
                     or (tp and tp < scope.min_tp) or (scope.needs_nvlink and no_nvlink) \
                     or (scope.needs_rdma and no_rdma) or (units and units < scope.min_gpus):
                 prior[i] *= scope.outside
@@ -182,7 +187,9 @@ class Engine:
         """Rank every root cause for `snap`; `asked` names signals or probes already tried without an answer."""
         snap, ceilings, ceiling_warnings = self.with_ceilings(snap)
         observations = evaluate(self.kb, snap)
-        joint = self.inference.query(self.evidence(observations), self.priors(snap.context, before_known=bool(snap.baseline) or snap.changes is not None))
+        prior = self.priors(snap.context, before_known=bool(snap.baseline) or snap.changes is not None,
+                            generates=bool(self.engine_signals & snap.current.keys()))
+        joint = self.inference.query(self.evidence(observations), prior)
         order = np.argsort(-joint.cause_post, kind="stable")
         shown = order if top is None else order[:top]
         loo = self._leave_one_out(joint)

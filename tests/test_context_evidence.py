@@ -138,6 +138,22 @@ def test_one_gpu_rules_out_imbalance_and_gpu_to_gpu_traffic(engine):
     assert two_replicas_one_gpu[engine.net.causes.index("load_imbalance")] == unknown[idx[0]]
 
 
+def test_rl_rollouts_on_an_inference_engine_keep_the_serving_causes(engine):
+    """A GRPO job whose rollouts run on vLLM: its snapshot says training, but running requests and KV-cache use
+    come only from an inference engine, so a small generation batch can be the cause; without those readings
+    the same training snapshot rules the serving causes out."""
+    context = {"workload": "training", "nodes": 1, "gpus_per_node": 8}
+    trainer = {"step_time_s": 420, "gpu_idle_frac": {f"rank{i}": 0.57 for i in range(7)}, "gpu_util": {"gpu7": 0.35}}
+    rollouts = _diagnose(engine, context, {}, {**trainer, "requests_running": 7, "kv_cache_usage": 0.1})
+    assert rollouts.observations["running_small_with_kv_room"].present
+    assert rollouts.hypotheses[0].id == "batching_underutilization"
+    alone = _diagnose(engine, context, {}, trainer)
+    assert _p(alone, "batching_underutilization") < 0.1 * _p(rollouts, "batching_underutilization")
+    i = engine.net.causes.index("kv_cache_exhaustion")
+    assert engine.priors(context, generates=True)[i] == engine.priors({"workload": "inference"})[i]
+    assert engine.priors(context)[i] < 0.05 * engine.priors(context, generates=True)[i]
+
+
 def test_prefill_decode_disaggregation_decides_whether_kv_transfer_can_be_the_cause(engine):
     """TTFT x30 with ITL flat: under PD disaggregation the per-request KV hand-off is a prime suspect;
     on a colocated engine there is no such hand-off, so the same symptoms rule it out."""
