@@ -4,7 +4,7 @@ import re
 
 from perfdoctor.errors import InputError
 
-from . import engine_log, ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo
+from . import bench_serving, engine_log, ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo
 from .common import Artifact
 
 # (kind, detect, parse) in detection order: an explicit list, no discovery.
@@ -19,6 +19,7 @@ PARSERS = [
     ("iostat", iostat.detect, iostat.parse),
     ("kineto", kineto.detect, kineto.parse),
     ("engine_log", engine_log.detect, engine_log.parse),
+    ("bench_serving", bench_serving.detect, bench_serving.parse),
 ]
 KINDS = [k for k, _, _ in PARSERS]
 

@@ -8,7 +8,8 @@ from perfdoctor.symptoms.snapshot import Snapshot, load_snapshot, parse_snapshot
 
 ARTIFACT_SPEC = re.compile(r"^(?:(?P<host>[A-Za-z0-9_.\-]+):)?(?:(?P<kind>[a-z_]+)=)?(?P<path>.+)$")
 VERSION_KEYS = ("driver", "cuda", "nccl", "vllm", "sglang")
-CONTEXT_KEYS = ("gpu", "engine", "tp", "max_num_seqs")   # what a tool output says about the deployment
+CONTEXT_KEYS = ("gpu", "engine", "tp", "max_num_seqs", "client_concurrency")   # what a tool output says about the deployment
+OFFERED_LOAD = ("request_rate_configured", "client_concurrency")   # a load generator's settings, in order of preference
 
 
 def parse_artifact_spec(spec: str) -> tuple[str | None, str | None, str]:
@@ -70,13 +71,23 @@ def artifact_snapshot(kb: KB, spec: str, part: str = "current") -> Snapshot:
     if versions:
         context["versions"] = versions
     if part == "baseline":
-        context = {}
+        context = {"tools": {f"baseline/{prefix}{art.kind}": dict(art.context)}}
     snap = parse_snapshot({"context": context, "current": readings}, kb, path) if readings else \
         Snapshot(source=path, context=context)
     if part == "baseline":
         snap.baseline, snap.current = snap.current, {}
     snap.warnings.extend(f"{path}: {note}" for note in art.notes)
     return snap
+
+
+def _offered_load_ratio(tools: dict) -> float | None:
+    """Slow over good load from two benchmark runs' settings (request rate, else concurrency), when both give it."""
+    for key in OFFERED_LOAD:
+        now = [c[key] for name, c in tools.items() if not name.startswith("baseline/") and key in c]
+        before = [c[key] for name, c in tools.items() if name.startswith("baseline/") and key in c]
+        if len(now) == len(before) == 1 and all(isinstance(v, (int, float)) and v > 0 for v in now + before):
+            return now[0] / before[0]
+    return None
 
 
 def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = (), live: list[Snapshot] = (),
@@ -92,6 +103,8 @@ def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = ()
         merge(kb, base, artifact_snapshot(kb, spec), spec)
     for spec in baseline_artifacts:
         merge(kb, base, artifact_snapshot(kb, spec, part="baseline"), spec)
+    if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(base.context.get("tools", {}))):
+        base.current["offered_load_ratio"] = ratio
     for snap in live:
         merge(kb, base, snap, snap.source)
     if not base.current:

@@ -53,7 +53,7 @@ def assert_points_at(err: InputError, path):
 
 def test_registry_is_explicit_and_complete():
     assert KINDS == ["nvidia_smi_q", "nvidia_smi_xml", "nvidia_smi_table", "nvidia_smi_dmon", "nvidia_smi_topo",
-                     "nccl_tests", "ib_write_bw", "iostat", "kineto", "engine_log"]
+                     "nccl_tests", "ib_write_bw", "iostat", "kineto", "engine_log", "bench_serving"]
     assert all(callable(d) and callable(p) for _, d, p in PARSERS)
 
 
