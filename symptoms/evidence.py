@@ -80,6 +80,15 @@ def artifact_snapshot(kb: KB, spec: str, part: str = "current") -> Snapshot:
     return snap
 
 
+def add_artifact(kb: KB, base: Snapshot, spec: str, part: str = "current") -> Snapshot:
+    """Merge one tool output into `base` (current, or baseline); two benchmark runs' load settings give the
+    offered-load ratio unless it is already known."""
+    merge(kb, base, artifact_snapshot(kb, spec, part), spec)
+    if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(base.context.get("tools", {}))):
+        base.current["offered_load_ratio"] = ratio
+    return base
+
+
 def _offered_load_ratio(tools: dict) -> float | None:
     """Slow over good load from two benchmark runs' settings (request rate, else concurrency), when both give it."""
     for key in OFFERED_LOAD:
@@ -100,11 +109,9 @@ def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = ()
         snapshot = load_snapshot(snapshot, kb)
     base = snapshot or Snapshot(source="+".join([*artifacts, *(s.source for s in live)]) or "live")
     for spec in artifacts:
-        merge(kb, base, artifact_snapshot(kb, spec), spec)
+        add_artifact(kb, base, spec)
     for spec in baseline_artifacts:
-        merge(kb, base, artifact_snapshot(kb, spec, part="baseline"), spec)
-    if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(base.context.get("tools", {}))):
-        base.current["offered_load_ratio"] = ratio
+        add_artifact(kb, base, spec, part="baseline")
     for snap in live:
         merge(kb, base, snap, snap.source)
     if not base.current:

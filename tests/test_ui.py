@@ -329,3 +329,35 @@ def test_chain_dot_draws_a_cause_mode(engine):
     dot = chain_dot(h)
     assert '"gpu_throttling" -> "mode:gpu_throttling:the GPU runs hot"' in dot
     assert '"mode:gpu_throttling:the GPU runs hot" -> "f:temp_gpu_high"' in dot
+
+
+def test_tool_outputs_uploaded_as_now_and_baseline_fill_the_answers(engine):
+    """A vLLM server log from the slow state, then one from the good state: the queue that grew is evidence."""
+    logs = REPO / "tests" / "fixtures" / "engine_logs"
+    at = app()
+    at.file_uploader(key="artifact_upload").upload(
+        "slow.log", (logs / "vllm_v0_0.4.1_llama3_8b_rtx3090_pending.log").read_bytes(), "text/plain")
+    at.run()
+    no_exception(at)
+    answers = at.session_state["answers"]
+    assert answers["current"]["requests_waiting"]["engine0"] > 200 and not answers["baseline"]
+    assert any("Read slow.log (engine_log) as the slow state" in s.value for s in at.sidebar.success)
+    at.radio(key="artifact_part").set_value("baseline").run()
+    at.file_uploader(key="artifact_upload").upload(
+        "good.log", (logs / "vllm_v0_unknown_t4_mistral7b_gptq_serial.log").read_bytes(), "text/plain")
+    at.run()
+    no_exception(at)
+    answers = at.session_state["answers"]
+    assert answers["baseline"]["requests_waiting"] == {"engine0": 0.0}
+    assert answers["current"]["requests_waiting"]["engine0"] > 200     # the slow state is kept
+    snap = parse_snapshot({k: v for k, v in answers.items() if v is not None}, engine.kb, "answers")
+    assert engine.diagnose(snap, with_probes=False).observations["waiting_up"].present
+
+
+def test_tool_output_that_is_not_one_shows_the_error_and_keeps_the_answers():
+    at = app()
+    at.file_uploader(key="artifact_upload").upload("notes.txt", b"the GPU felt slow today\n", "text/plain")
+    at.run()
+    no_exception(at)
+    assert any("notes.txt:1" in e.value and "not a recognised tool output" in e.value for e in at.sidebar.error)
+    assert at.session_state["answers"]["current"] == {}

@@ -9,8 +9,8 @@ from perfdoctor import report
 from perfdoctor.errors import InputError
 from perfdoctor.ui.common import get_engine, show_diagnosis
 from perfdoctor.ui.i18n import kb_text, t
-from perfdoctor.ui.logic import (HEADLINES, answers_from_text, answers_yaml, distinguishes, empty_answers,
-                                 needs_baseline, parse_value, to_snapshot)
+from perfdoctor.ui.logic import (HEADLINES, answers_from_text, answers_with_artifact, answers_yaml, distinguishes,
+                                 empty_answers, needs_baseline, parse_value, to_snapshot)
 
 NONE = "__none__"
 
@@ -67,6 +67,25 @@ def _snapshot_controls(kb, lang):
         ss.loaded_id = up.file_id
         if _load(kb, up.getvalue().decode("utf-8"), up.name):
             st.sidebar.success(t("loaded", lang, name=up.name))
+    st.sidebar.subheader(t("tool_output", lang))
+    part = st.sidebar.radio(t("tool_state", lang), ["current", "baseline"], key="artifact_part",
+                            format_func=lambda p: t(f"tool_{p}", lang))
+    out = st.sidebar.file_uploader(t("tool_load", lang), key="artifact_upload", help=t("tool_help", lang))
+    if out is not None and ss.get("artifact_id") != out.file_id:
+        ss.artifact_id = out.file_id
+        try:
+            ss.answers, kind, notes = answers_with_artifact(kb, ss.answers, out.getvalue(), out.name, part)
+            ss.artifact_msg = (t("tool_read", lang, name=out.name, kind=kind, state=t(f"tool_{part}", lang)), notes)
+        except InputError as exc:
+            ss.artifact_msg = (None, [str(exc)])
+    if ss.get("artifact_msg"):
+        done, notes = ss.artifact_msg
+        if done:
+            st.sidebar.success(done)
+            for note in notes:
+                st.sidebar.caption(note)
+        else:
+            st.sidebar.error(notes[0])
     if st.sidebar.button(t("reset", lang), key="reset"):
         ss.answers, ss.skipped = empty_answers(ss.get("headline")), set()
 

@@ -1,4 +1,8 @@
 """Plain helpers behind the pages (no Streamlit here): answers -> snapshot, KB look-ups, DOT of a chain."""
+import copy
+import tempfile
+from pathlib import Path
+
 import yaml
 
 from perfdoctor.errors import InputError
@@ -54,6 +58,22 @@ def answers_from_text(kb: KB, text: str, where: str) -> dict:
     """A snapshot file's text -> answers (validated; raises InputError)."""
     snap = parse_snapshot(load_text(text, where), kb, where)
     return {"context": snap.context, "changes": snap.changes, "baseline": snap.baseline, "current": snap.current}
+
+
+def answers_with_artifact(kb: KB, answers: dict, data: bytes, name: str, part: str) -> tuple[dict, str, list[str]]:
+    """Answers plus one uploaded tool output (kind read from its content) as the current or the baseline state:
+    (new answers, kind, notes). Values already answered win, with a note. Raises InputError on bad input."""
+    from perfdoctor.symptoms.evidence import add_artifact
+    base = Snapshot(source="answers", context=copy.deepcopy(answers["context"]), changes=answers["changes"],
+                    baseline=copy.deepcopy(answers["baseline"]), current=copy.deepcopy(answers["current"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(name).name
+        path.write_bytes(data)
+        add_artifact(kb, base, str(path), part)
+    kinds = [k.split("/")[-1] for k in base.context.get("tools", {}) if k not in answers["context"].get("tools", {})]
+    notes = [w.replace(str(path), name) for w in base.warnings]
+    return ({"context": base.context, "changes": base.changes, "baseline": base.baseline, "current": base.current},
+            kinds[0] if kinds else "", notes)
 
 
 def answers_yaml(answers: dict) -> str:
