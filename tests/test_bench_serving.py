@@ -1,5 +1,6 @@
 """Serving benchmark results (vLLM benchmark_serving / vllm bench serve, SGLang bench_serving): real blocks from
 public issues, PRs and a README (tests/fixtures/bench_serving/SOURCES.md)."""
+import json
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,9 @@ def test_good_and_slow_runs_make_a_baseline_and_a_current(tmp_path):
     result = CliRunner().invoke(cli, ["diagnose", str(out), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert '"ttft_p50_up"' in result.output and '"itl_p50_up"' in result.output
+    report = json.loads(result.output)        # the README's example: five times the prompts sent at once
+    assert report["hypotheses"][0]["id"] == "load_surge"
+    assert report["next_probes"][0]["id"] == "serving_load"
 
 
 def test_load_settings_of_both_runs_give_the_offered_load_ratio(tmp_path):
