@@ -173,9 +173,9 @@ def _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes) -> dict:
         signals["spec_decode_acceptance_rate"] = {"engine0": mean(spec)}
     if kv_tokens:
         signals["kv_cache_capacity_tokens"] = kv_tokens
-    if graphs:
+    if graphs:   # the state in force wins over the start-up flag: a batch above the captured sizes runs eagerly
         flags["cuda_graphs"] = sum(graphs) * 2 >= len(graphs)
-        if 0 < sum(graphs) < len(graphs):
+        if sum(graphs) < len(graphs):
             notes.append(f"{len(graphs) - sum(graphs)} of {len(graphs)} decode batches ran without CUDA graphs")
     return signals | flags
 

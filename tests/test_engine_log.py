@@ -72,6 +72,17 @@ def test_sglang_startup_settings():
     assert art.signals["prefix_cache_hit_rate"] == {"engine0": 0.0}   # one prefill, #cached-token: 0
 
 
+def test_sglang_prefix_hits_from_cached_tokens_and_graphs_from_the_decode_lines():
+    """A recent SGLang under light load: 26 prefills, 33 decode batches, all printed 'cuda graph: False'."""
+    art = load_artifact(str(LOGS / "sglang_unknown_qwen25_7b_awq_light_prefix_cache.log"))
+    assert art.signals["prefix_cache_hit_rate"]["engine0"] == pytest.approx(0.1712, abs=1e-4)   # cached / (new + cached)
+    assert art.signals["cuda_graphs"] is False
+    assert "33 of 33 decode batches ran without CUDA graphs" in art.notes
+    assert art.signals["kv_cache_capacity_tokens"] == {"engine0": 133052}
+    assert art.signals["preemptions_per_s"] == {"engine0": 0.0}     # SGLang logs every retraction: none here
+    assert art.context["engine"] == "sglang"
+
+
 # Lines below are copied from the real logs above and changed only where a test needs another value.
 
 def test_sglang_retractions_become_a_rate_and_graphs_a_majority(tmp_path):
