@@ -105,8 +105,8 @@ class Engine:
         """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope).
 
         `before_known` is False when the snapshot has neither a baseline nor a change list. `generates` is True
-        when a training snapshot carries readings only an inference engine reports (an RL job's rollouts run
-        on vLLM or SGLang): the inference causes then apply to that phase.
+        when a training job also generates (context.rollouts: RL post-training), or its snapshot carries readings
+        only an inference engine reports (rollouts on vLLM or SGLang): the inference causes apply to that phase.
         """
         prior = self.net.prior.copy()
         workload, nodes, tp = context.get("workload"), context.get("nodes"), context.get("tp")
@@ -187,8 +187,9 @@ class Engine:
         """Rank every root cause for `snap`; `asked` names signals or probes already tried without an answer."""
         snap, ceilings, ceiling_warnings = self.with_ceilings(snap)
         observations = evaluate(self.kb, snap)
+        generates = bool(snap.context.get("rollouts")) or bool(self.engine_signals & snap.current.keys())
         prior = self.priors(snap.context, before_known=bool(snap.baseline) or snap.changes is not None,
-                            generates=bool(self.engine_signals & snap.current.keys()))
+                            generates=generates)
         joint = self.inference.query(self.evidence(observations), prior)
         order = np.argsort(-joint.cause_post, kind="stable")
         shown = order if top is None else order[:top]

@@ -14,6 +14,7 @@ def main():
     out = ["# perfdoctor vocabulary for case writers", "", "## Context keys", ", ".join(sorted(CONTEXT_KEYS)),
            "workload: inference|training. gpu: as nvidia-smi prints it, or short (H100, A100-80GB, RTX-3090).",
            "disaggregated: true|false (prefill and decode on separate workers), only when the source says so.",
+           "rollouts: true when a training job also generates text with a model as part of each step (RL post-training: GRPO, PPO, RLHF or online DPO rollouts, on vLLM, SGLang or HF generate inside the trainer), only when the source says so.",
            "rdma: true when the source says the nodes have InfiniBand, RoCE or EFA adapters (even if NCCL did not use them), false when they are joined only by plain Ethernet/TCP; only when the source says so.",
            "gateway: the gateway, proxy, router, sidecar or load balancer requests pass before the engines (its name, e.g. envoy, nginx, litellm, or true), or false when clients call the engines directly; only when the source says so.",
            "max_num_seqs: the running-batch cap the engine was started with (--max-num-seqs, --max-running-requests, max_batch_size), only when the source gives it.",

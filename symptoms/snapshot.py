@@ -31,7 +31,7 @@ CONTEXT_KEYS = {
     "gpus_per_replica": int, "replicas": int, "gpu_memory_utilization": (int, float), "gpus": int,
     "world_size": int, "global_batch_size": int, "seq_len": int, "interconnect": str, "allreduce": dict,
     "tools": dict, "metric_sources": dict, "prometheus": dict, "disaggregated": bool, "gateway": (bool, str),
-    "max_num_seqs": int, "client_concurrency": int, "rdma": bool,
+    "max_num_seqs": int, "client_concurrency": int, "rdma": bool, "rollouts": bool,
 }
 
 

@@ -149,6 +149,8 @@ def test_rl_rollouts_on_an_inference_engine_keep_the_serving_causes(engine):
     assert rollouts.hypotheses[0].id == "batching_underutilization"
     alone = _diagnose(engine, context, {}, trainer)
     assert _p(alone, "batching_underutilization") < 0.1 * _p(rollouts, "batching_underutilization")
+    stated = _diagnose(engine, {**context, "rollouts": True}, {}, trainer)   # HF generate inside the trainer
+    assert _p(stated, "batching_underutilization") > 10 * _p(alone, "batching_underutilization")
     i = engine.net.causes.index("kv_cache_exhaustion")
     assert engine.priors(context, generates=True)[i] == engine.priors({"workload": "inference"})[i]
     assert engine.priors(context)[i] < 0.05 * engine.priors(context, generates=True)[i]
