@@ -126,9 +126,15 @@ def to_markdown(d: Diagnosis, kb: KB, show: int = 3, probes: int = 5) -> str:
     out += [f"- {kb.findings[f].title}: {o.detail}" + (f" ({', '.join(o.entities[:8])})" if o.entities else "")
             for f, o in moved] or ["- no finding present"]
     out += ["", "## Metric definitions", ""]
+    here, sources = ctx.get("metric_definitions") or {}, ctx.get("metric_sources") or {}
     for sid in sorted(s for s in snap.current if s in kb.signals):
         sig = kb.signals[sid]
-        out.append(f"- `{sid}` ({sig.unit}): {sig.definition}")
+        line = f"- `{sid}` ({sig.unit}): {sig.definition}"
+        if sid in sources:
+            line += f" Read from `{sources[sid]}`."
+        if sid in here:
+            line += f" As measured here: {here[sid]}"
+        out.append(line)
     out += ["", "## Causal hypotheses", ""]
     for rank, h in enumerate(d.hypotheses[:show], 1):
         out += [f"### {rank}. {h.title} (`{h.id}`), P = {h.probability:.2f}", "",

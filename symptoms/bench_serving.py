@@ -96,7 +96,21 @@ def parse(text: str, where: str) -> Artifact:
         notes.append(f"{failed:g} requests failed; the latencies cover the successful ones only")
     if "itl_p50_s" in signals and "Median ITL (ms)" not in block:
         notes.append("no ITL rows: itl_* read from TPOT (time per output token after the first)")
-    return Artifact("bench_serving", signals, _context(block), notes)
+    ctx = _context(block)
+    ctx["metric_definitions"] = {sid: f"the serving benchmark's '{label}' row, measured on the client (network and "
+                                      "any gateway included)" for label, sid, _ in _SIGNALS
+                                 if sid in signals and label in block and _first_label(sid, block) == label}
+    if "request_rate_rps" in ctx["metric_definitions"]:
+        ctx["metric_definitions"]["request_rate_rps"] += "; requests completed per second over the run, not arrivals"
+    for sid, label in (("prompt_tokens_mean", "Total input tokens"), ("output_tokens_mean", "Total generated tokens")):
+        if sid in signals:
+            ctx["metric_definitions"][sid] = f"the serving benchmark's '{label}' over its successful requests"
+    return Artifact("bench_serving", signals, ctx, notes)
+
+
+def _first_label(sid: str, block: dict) -> str | None:
+    """The row a signal was read from (ITL before TPOT)."""
+    return next((label for label, s, _ in _SIGNALS if s == sid and label in block), None)
 
 
 def _number(block: dict, label: str, where: str, notes: list) -> float:

@@ -134,6 +134,9 @@ def parse(text: str, where: str) -> Artifact:
             times.append(stamp)
     if rows:
         ctx["engine"] = "sglang" if sglang else "vllm"
+        ctx["metric_definitions"] = {sid: f"mean over the {ctx['engine']} log's busy status lines"
+                                     for sid in ("requests_running", "requests_waiting", "kv_cache_usage",
+                                                 "output_tokens_per_s")}
     else:
         fail(where, n or 1, "status line", "no vLLM 'Avg prompt throughput ... Running' or SGLang 'Decode batch' "
              "status lines: not an engine log?")

@@ -8,7 +8,8 @@ from perfdoctor.symptoms.snapshot import Snapshot, load_snapshot, parse_snapshot
 
 ARTIFACT_SPEC = re.compile(r"^(?:(?P<host>[A-Za-z0-9_.\-]+):)?(?:(?P<kind>[a-z_]+)=)?(?P<path>.+)$")
 VERSION_KEYS = ("driver", "cuda", "nccl", "vllm", "sglang")
-CONTEXT_KEYS = ("gpu", "engine", "tp", "max_num_seqs", "client_concurrency")   # what a tool output says about the deployment
+CONTEXT_KEYS = ("gpu", "engine", "tp", "max_num_seqs", "client_concurrency",   # what a tool output says about the
+                "metric_definitions")                                          # deployment and how it measured
 OFFERED_LOAD = ("request_rate_configured", "client_concurrency")   # a load generator's settings, in order of preference
 
 

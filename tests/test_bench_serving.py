@@ -40,7 +40,21 @@ def test_vllm_block_units_and_means():
     assert art.signals == {"ttft_p50_s": 2.24491, "ttft_p99_s": 3.34614, "itl_p50_s": 0.04239, "itl_p99_s": 0.05104,
                            "request_rate_rps": 0.21, "output_tokens_per_s": 218.04,
                            "prompt_tokens_mean": 1023.9, "output_tokens_mean": 1024.0}
-    assert art.context == {"duration_s": 46.96}
+    assert art.context["duration_s"] == 46.96
+    defs = art.context["metric_definitions"]
+    assert set(defs) == set(art.signals)
+    assert "'Median ITL (ms)' row, measured on the client" in defs["itl_p50_s"]   # ITL, not TPOT
+    assert "not arrivals" in defs["request_rate_rps"]
+
+
+def test_the_report_says_how_each_reading_was_measured(tmp_path):
+    out = tmp_path / "snap.yaml"
+    CliRunner().invoke(cli, ["snapshot", "--artifact", str(SLOW), "--baseline-artifact", str(GOOD), "-o", str(out)])
+    result = CliRunner().invoke(cli, ["diagnose", str(out), "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("- `ttft_p50_s`"))
+    assert "Median time from request arrival" in line                       # the KB's definition
+    assert "As measured here: the serving benchmark's 'Median TTFT (ms)' row, measured on the client" in line
 
 
 def test_old_headerless_quoted_format():
