@@ -4,6 +4,8 @@ import json
 from perfdoctor.engine.rank import Diagnosis, Hypothesis
 from perfdoctor.kb.loader import KB
 
+LOW_CONFIDENCE = 0.5   # a leading P below this was right at most about half the time on unseen incidents (README)
+CLOSE_CALL = 0.1       # leading two hypotheses this close: the evidence does not separate them yet
 RETEST_ALWAYS = "P50/P95/P99 of TTFT, ITL and end-to-end latency (or step time), throughput, cost per token, error rate"
 
 
@@ -17,6 +19,7 @@ def to_dict(d: Diagnosis, probes: int = 5) -> dict:
         "observations": {f: {"present": o.present, "observed": o.detail, "entities": o.entities}
                          for f, o in sorted(d.observations.items())},
         "ceilings": [ceiling_dict(c) for c in d.ceilings],
+        "confidence": confidence_line(d),
         "warnings": d.warnings,
     }
 
@@ -48,6 +51,30 @@ def to_json(d: Diagnosis, probes: int = 5) -> str:
     return json.dumps(to_dict(d, probes), indent=2, ensure_ascii=False)
 
 
+def confidence(d: Diagnosis) -> str | None:
+    """'low' when the leader is weak, 'close' when the second is close behind, else None: the ranking is then
+    a shortlist rather than a verdict."""
+    hs = d.hypotheses
+    if not hs or not d.observations:
+        return None
+    if hs[0].probability < LOW_CONFIDENCE:
+        return "low"
+    if len(hs) > 1 and hs[0].probability - hs[1].probability < CLOSE_CALL:
+        return "close"
+    return None
+
+
+def confidence_line(d: Diagnosis) -> str | None:
+    hs, kind = d.hypotheses, confidence(d)
+    if kind == "low":
+        return (f"Low confidence: the leading cause has P={hs[0].probability:.2f}. On the incident library's unseen "
+                "cases a leader this weak was right about half the time or less: take the next probes before acting.")
+    if kind == "close":
+        return (f"Close call: {hs[0].id} (P={hs[0].probability:.2f}) and {hs[1].id} (P={hs[1].probability:.2f}) are "
+                "not yet told apart; the next probes are ranked to separate them.")
+    return None
+
+
 def chain_line(h: Hypothesis, per_path: int = 3) -> str:
     """One line per path: cause -> mechanism -> observed findings (the first `per_path` of them)."""
     lines = []
@@ -72,6 +99,8 @@ def to_text(d: Diagnosis, show: int = 5, probes: int = 5) -> str:
     if d.warnings:
         out.append("")
     out.append("Root-cause hypotheses (posterior probability; several can hold at once):")
+    if note := confidence_line(d):
+        out.append(note)
     for rank, h in enumerate(d.hypotheses[:show], 1):
         out.append(f"{rank}. {h.id}  P={h.probability:.3f}  [{', '.join(h.bottlenecks)}; {h.layer}]")
         out.append(f"   {h.title}: {h.description}")
@@ -136,6 +165,8 @@ def to_markdown(d: Diagnosis, kb: KB, show: int = 3, probes: int = 5) -> str:
             line += f" As measured here: {here[sid]}"
         out.append(line)
     out += ["", "## Causal hypotheses", ""]
+    if note := confidence_line(d):
+        out += [f"> {note}", ""]
     for rank, h in enumerate(d.hypotheses[:show], 1):
         out += [f"### {rank}. {h.title} (`{h.id}`), P = {h.probability:.2f}", "",
                 f"{h.description}", "",

@@ -37,6 +37,17 @@ def test_diagnose_text_and_markdown():
         assert part in md
 
 
+def test_a_weak_leader_is_called_a_shortlist_not_a_verdict(tmp_path):
+    """P99 TTFT doubled and nothing else known: the ranking is a guess, and every format says so."""
+    thin = tmp_path / "thin.yaml"
+    thin.write_text("context: {workload: inference}\nbaseline: {ttft_p99_s: 1.0}\ncurrent: {ttft_p99_s: 2.0}\n")
+    text = run("diagnose", str(thin)).output
+    assert text.splitlines()[1].startswith("Low confidence: the leading cause has P=0.")
+    assert "> Low confidence" in run("diagnose", str(thin), "--format", "markdown").output
+    assert json.loads(run("diagnose", str(thin), "--format", "json").output)["confidence"].startswith("Low confidence")
+    assert json.loads(run("diagnose", EXAMPLE, "--format", "json").output)["confidence"] is None   # P 0.99
+
+
 def test_probe_command_asks_only_for_missing_signals():
     import yaml
     r = run("probe", EXAMPLE, "--format", "json")

@@ -361,3 +361,18 @@ def test_tool_output_that_is_not_one_shows_the_error_and_keeps_the_answers():
     no_exception(at)
     assert any("notes.txt:1" in e.value and "not a recognised tool output" in e.value for e in at.sidebar.error)
     assert at.session_state["answers"]["current"] == {}
+
+
+def test_a_weak_leader_is_flagged_in_both_languages(tmp_path, monkeypatch):
+    thin = tmp_path / "thin.yaml"
+    thin.write_text("context: {workload: inference}\nbaseline: {ttft_p99_s: 1.0}\ncurrent: {ttft_p99_s: 2.0}\n")
+    monkeypatch.setenv("PERFDOCTOR_SNAPSHOT", str(thin))
+    at = app()
+    no_exception(at)
+    assert any(w.value.startswith("Low confidence: the leading cause has P = 0.") for w in at.warning)
+    at.sidebar.radio(key="lang").set_value("zh").run()
+    no_exception(at)
+    assert any(w.value.startswith("置信度低：首要原因的 P = 0.") for w in at.warning)
+    monkeypatch.setenv("PERFDOCTOR_SNAPSHOT", str(REPO / "examples" / "code_completion_13b.yaml"))
+    strong = app()
+    assert not any("Low confidence" in w.value or "Close call" in w.value for w in strong.warning)

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from perfdoctor.engine.rank import Engine
+from perfdoctor.report import confidence
 from perfdoctor.ui.i18n import kb_text, t
 from perfdoctor.ui.logic import chain_dot
 
@@ -74,6 +75,11 @@ def show_diagnosis(d, kb, lang, evidence=True):
     st.subheader(t("ranking", lang))
     if not evidence:
         st.info(t("no_evidence", lang))
+    elif kind := confidence(d):
+        hs = d.hypotheses
+        st.warning(t(f"conf_{kind}", lang, p=hs[0].probability, p2=hs[1].probability if len(hs) > 1 else 0.0,
+                     a=kb_text(kb.root_causes[hs[0].id], "title", lang),
+                     b=kb_text(kb.root_causes[hs[1].id], "title", lang) if len(hs) > 1 else ""))
     probability_chart(d, kb, lang)
     ranking_list(d, kb, lang)
     ceiling_chart(d, lang)
