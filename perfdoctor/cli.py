@@ -35,6 +35,9 @@ def evidence_options(fn):
                           "HOST prefixes entity names"),
         click.option("--baseline-artifact", "baseline_artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
                      help="the same kind of tool output from before the regression: its readings are the baseline"),
+        click.option("--split-at", metavar="TIME", help="cut each vLLM or SGLang server log given with --artifact at "
+                     "this time: status lines before it are the baseline, from it on the current state "
+                     "(14:05, 05-19 14:05 or 2025-05-19 14:05:30)"),
         click.option("--prometheus", metavar="URL", help="read every signal from this Prometheus server"),
         click.option("--window", default="10m", show_default=True, help="Prometheus range for rates and quantiles"),
         click.option("--baseline-offset", default="1h", show_default=True, help="baseline = the same window this far back"),
@@ -58,7 +61,7 @@ def _seconds(text, key):
     return float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60}[m.group(2)]
 
 
-def _gather(engine, snapshot, artifacts, baseline_artifacts=(), prometheus=None, window="10m", baseline_offset="1h", selector="",
+def _gather(engine, snapshot, artifacts, baseline_artifacts=(), split_at=None, prometheus=None, window="10m", baseline_offset="1h", selector="",
             timeout=10.0, ca_file=None, insecure=False, scrapes=(), interval="15s"):
     """Every evidence source merged into one snapshot; credentials come from PERFDOCTOR_PROM_* only."""
     from perfdoctor.symptoms.evidence import gather
@@ -76,7 +79,9 @@ def _gather(engine, snapshot, artifacts, baseline_artifacts=(), prometheus=None,
     if scrapes:
         from perfdoctor.symptoms.scrape import scrape_snapshot
         live.append(scrape_snapshot(engine.kb, list(scrapes), _seconds(interval, "--interval"), timeout))
-    return gather(engine.kb, base, artifacts, live, baseline_artifacts)
+    from perfdoctor.symptoms.engine_log import split_time
+    split = split_time(split_at) if split_at is not None else None
+    return gather(engine.kb, base, artifacts, live, baseline_artifacts, split)
 
 
 @cli.command()

@@ -50,8 +50,9 @@ def read_text(path: str) -> str:
     return _ANSI.sub("", raw.decode("utf-8", errors="replace"))
 
 
-def load_artifact(path: str, kind: str | None = None) -> Artifact:
-    """Parse `path` with the parser for `kind`, or the one whose detector matches the content."""
+def load_artifact(path: str, kind: str | None = None, split=None, part: str = "current") -> Artifact:
+    """Parse `path` with the parser for `kind`, or the one whose detector matches the content. `split` (an
+    engine log only) keeps the status lines before that time (part baseline) or from it on (current)."""
     text = read_text(path)
     if kind is None:
         kind = detect_kind(text)
@@ -61,4 +62,9 @@ def load_artifact(path: str, kind: str | None = None) -> Artifact:
     parsers = {k: p for k, _, p in PARSERS}
     if kind not in parsers:
         raise InputError(path, "kind", f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if split is not None:
+        if kind != "engine_log":
+            raise InputError(path, "--split-at", f"a {kind} output has no per-line times; only a vLLM or SGLang "
+                             "server log can be split")
+        return engine_log.parse(text, path, split, part)
     return parsers[kind](text, path)

@@ -76,7 +76,43 @@ def _time(line: str):
     return None
 
 
-def parse(text: str, where: str) -> Artifact:
+def split_time(text: str, where: str = "--split-at"):
+    """'HH:MM[:SS]', 'MM-DD HH:MM[:SS]' or 'YYYY-MM-DD HH:MM[:SS]' -> (year, month, day, time) with None for
+    what it leaves out; the log's own first timestamp fills those in."""
+    m = re.fullmatch(r"\s*(?:(?:(\d{4})-)?(\d\d)-(\d\d)[ T])?(\d\d?):(\d\d)(?::(\d\d))?\s*", text or "")
+    if not m:
+        from perfdoctor.errors import InputError
+        raise InputError(where, text, "expected a time such as 14:05, 05-19 14:05 or 2025-05-19 14:05:30")
+    year, month, day = (int(x) if x else None for x in m.groups()[:3])
+    return year, month, day, (int(m[4]), int(m[5]), int(m[6] or 0))
+
+
+def _at(split, first: datetime) -> datetime:
+    """The split point on the log's clock (vLLM's short timestamps carry no year: year 2000 stands in)."""
+    year, month, day, (h, mi, s) = split
+    year = first.year if year is None or first.year == 2000 else year
+    return datetime(year, month or first.month, day or first.day, h, mi, s)
+
+
+def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
+    """`split` (from split_time) keeps the status lines before it (part baseline) or from it on (current)."""
+    if split is not None:
+        first = next((s for line in text.splitlines() if _STATUS_WORDS.search(line) and (s := _time(line))), None)
+        if first is None:
+            fail(where, 1, "timestamp", "--split-at needs timestamped status lines, and this log has none")
+        at = _at(split, first)
+        keep = (lambda s: s is not None and s < at) if part == "baseline" else (lambda s: s is not None and s >= at)
+        lines = text.splitlines()
+        dropped = sum(1 for line in lines if _STATUS_WORDS.search(line) and not keep(_time(line)))
+        text = "\n".join(line if not (_STATUS_WORDS.search(line) or _VLLM_PREEMPT.search(line)
+                                       or _SG_RETRACT.search(line)) or keep(_time(line)) else "" for line in lines)
+        side = "before" if part == "baseline" else "from"
+        if not any(_STATUS_WORDS.search(line) for line in text.splitlines()):
+            fail(where, len(lines), "--split-at", f"no status line {side} {at:%m-%d %H:%M:%S}: the split is outside the log")
+        note = f"{part}: the status lines {side} {at:%m-%d %H:%M:%S} ({dropped} others left out)"
+        art = parse(text, where)
+        art.notes.insert(0, note)
+        return art
     rows = defaultdict(list)          # engine -> [{running, waiting, kv, gen, hit}]
     prefill = defaultdict(lambda: [0, 0])   # engine -> [new tokens, cached tokens]
     graphs, retracted, preempt_lines, preempt_total, spec, sglang = [], 0, 0, [], [], False
@@ -134,6 +170,7 @@ def parse(text: str, where: str) -> Artifact:
             times.append(stamp)
     if rows:
         ctx["engine"] = "sglang" if sglang else "vllm"
+        ctx["workload"] = "inference"
         ctx["metric_definitions"] = {sid: f"mean over the {ctx['engine']} log's busy status lines"
                                      for sid in ("requests_running", "requests_waiting", "kv_cache_usage",
                                                  "output_tokens_per_s")}

@@ -8,7 +8,7 @@ from perfdoctor.symptoms.snapshot import Snapshot, load_snapshot, parse_snapshot
 
 ARTIFACT_SPEC = re.compile(r"^(?:(?P<host>[A-Za-z0-9_.\-]+):)?(?:(?P<kind>[a-z_]+)=)?(?P<path>.+)$")
 VERSION_KEYS = ("driver", "cuda", "nccl", "vllm", "sglang")
-CONTEXT_KEYS = ("gpu", "engine", "tp", "max_num_seqs", "client_concurrency",   # what a tool output says about the
+CONTEXT_KEYS = ("gpu", "engine", "workload", "tp", "max_num_seqs", "client_concurrency",   # what a tool output says about the
                 "metric_definitions")                                          # deployment and how it measured
 OFFERED_LOAD = ("request_rate_configured", "client_concurrency")   # a load generator's settings, in order of preference
 
@@ -57,12 +57,19 @@ def merge(kb: KB, base: Snapshot, other: Snapshot, label: str) -> Snapshot:
     return base
 
 
-def artifact_snapshot(kb: KB, spec: str, part: str = "current") -> Snapshot:
+def artifact_kind(spec: str) -> str | None:
+    """The kind a spec names, or the one its content shows."""
+    from perfdoctor.symptoms.artifacts import detect_kind, read_text
+    _, kind, path = parse_artifact_spec(spec)
+    return kind or detect_kind(read_text(path))
+
+
+def artifact_snapshot(kb: KB, spec: str, part: str = "current", split=None) -> Snapshot:
     """One tool output as a Snapshot, its readings in `part` (current, or baseline for an output of the good
     state); values go through the same validation as a snapshot file. A baseline output adds no context."""
     from perfdoctor.symptoms.artifacts import load_artifact
     host, kind, path = parse_artifact_spec(spec)
-    art = load_artifact(path, kind)
+    art = load_artifact(path, kind, split, part)
     prefix = f"{host}/" if host else ""
     readings = {sid: ({f"{prefix}{e}": v for e, v in value.items()} if isinstance(value, dict) else value)
                 for sid, value in art.signals.items()}
@@ -81,10 +88,10 @@ def artifact_snapshot(kb: KB, spec: str, part: str = "current") -> Snapshot:
     return snap
 
 
-def add_artifact(kb: KB, base: Snapshot, spec: str, part: str = "current") -> Snapshot:
+def add_artifact(kb: KB, base: Snapshot, spec: str, part: str = "current", split=None) -> Snapshot:
     """Merge one tool output into `base` (current, or baseline); two benchmark runs' load settings give the
     offered-load ratio unless it is already known."""
-    merge(kb, base, artifact_snapshot(kb, spec, part), spec)
+    merge(kb, base, artifact_snapshot(kb, spec, part, split), spec)
     if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(base.context.get("tools", {}))):
         base.current["offered_load_ratio"] = ratio
     return base
@@ -101,16 +108,22 @@ def _offered_load_ratio(tools: dict) -> float | None:
 
 
 def gather(kb: KB, snapshot: Snapshot | str | None = None, artifacts: tuple = (), live: list[Snapshot] = (),
-           baseline_artifacts: tuple = ()) -> Snapshot:
+           baseline_artifacts: tuple = (), split=None) -> Snapshot:
     """The snapshot (file or loaded) first, then each artifact, then live sources; earlier values win.
-    `baseline_artifacts` are outputs of the same tools from before the regression: their readings are the baseline."""
+    `baseline_artifacts` are outputs of the same tools from before the regression: their readings are the baseline.
+    `split` (engine.log.split_time) cuts each server log in two: before it the baseline, from it on the current."""
     if snapshot is None and not artifacts and not live:
         raise InputError("perfdoctor", "", "no evidence: give a SNAPSHOT file, --artifact, --prometheus or --scrape")
     if isinstance(snapshot, str):
         snapshot = load_snapshot(snapshot, kb)
     base = snapshot or Snapshot(source="+".join([*artifacts, *(s.source for s in live)]) or "live")
+    logs = [spec for spec in artifacts if split is not None and artifact_kind(spec) == "engine_log"]
+    if split is not None and not logs:
+        raise InputError("--split-at", "", "splits a vLLM or SGLang server log, and no --artifact is one")
     for spec in artifacts:
-        add_artifact(kb, base, spec)
+        if spec in logs:
+            add_artifact(kb, base, spec, "baseline", split)
+        add_artifact(kb, base, spec, split=split if spec in logs else None)
     for spec in baseline_artifacts:
         add_artifact(kb, base, spec, part="baseline")
     for snap in live:

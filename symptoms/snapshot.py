@@ -268,5 +268,9 @@ def snapshot_dict(snap: Snapshot) -> dict:
 
 def dump_snapshot(snap: Snapshot) -> str:
     import yaml
+
+    class NoAliases(yaml.SafeDumper):   # a value shared by two keys is written out twice, not as &id001 / *id001
+        def ignore_aliases(self, data):
+            return True
     header = "".join(f"# warning: {w}\n" for w in snap.warnings)
-    return header + yaml.safe_dump(snapshot_dict(snap), sort_keys=False, allow_unicode=True, width=120)
+    return header + yaml.dump(snapshot_dict(snap), Dumper=NoAliases, sort_keys=False, allow_unicode=True, width=120)

@@ -153,3 +153,38 @@ def test_baseline_artifact_fills_the_baseline(tmp_path):
     result = CliRunner().invoke(cli, ["diagnose", str(out), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert "waiting_up" in result.output
+
+
+def test_split_one_log_into_the_good_and_the_slow_state(tmp_path):
+    """The V1 log's first three status lines (05:30:59-05:31:19) are the baseline, the rest the current state."""
+    out = tmp_path / "snap.yaml"
+    result = CliRunner().invoke(cli, ["snapshot", "--artifact", str(V1_WAITING), "--split-at", "05:36", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    snap = load_text(out.read_text(), str(out))
+    assert snap["baseline"]["requests_waiting"] == {"engine0": pytest.approx((70 + 46 + 20) / 3)}
+    assert snap["current"]["requests_waiting"]["engine0"] > 200
+    assert snap["context"]["workload"] == "inference"
+    header = out.read_text()                              # the notes head the written snapshot
+    assert "baseline: the status lines before 09-04 05:36:00 (6 others left out)" in header
+    assert "current: the status lines from 09-04 05:36:00 (3 others left out)" in header
+    full = CliRunner().invoke(cli, ["snapshot", "--artifact", str(V1_WAITING), "--split-at", "2026-09-04 05:36:00"])
+    assert full.exit_code == 0 and "6 others left out" in full.output   # vLLM's stamps carry no year: any year fits
+
+
+@pytest.mark.parametrize("args,problem", [
+    (["--artifact", str(V1_WAITING), "--split-at", "07:00"], "no status line from 09-04 07:00:00"),
+    (["--artifact", str(V1_WAITING), "--split-at", "7pm"], "expected a time such as 14:05"),
+    (["--artifact", str(V0_SERIAL), "--split-at", "05:36"], "no status line before 11-01 05:36:00"),
+])
+def test_split_errors_name_the_problem(args, problem):
+    result = CliRunner().invoke(cli, ["snapshot", *args])
+    assert result.exit_code == 2 and problem in result.output, result.output
+
+
+def test_split_needs_a_server_log(tmp_path):
+    bench = Path(__file__).resolve().parent / "fixtures" / "bench_serving" / "vllm_0.10.1.1_qwen2_7b_2xa100_10prompts_good.txt"
+    result = CliRunner().invoke(cli, ["snapshot", "--artifact", str(bench), "--split-at", "05:36"])
+    assert result.exit_code == 2 and "no --artifact is one" in result.output
+    result = CliRunner().invoke(cli, ["snapshot", "--artifact", f"bench_serving={bench}", "--artifact", str(V1_WAITING),
+                                      "--split-at", "05:36"])
+    assert result.exit_code == 0, result.output          # the log is split, the benchmark goes to the current state
