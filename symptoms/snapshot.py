@@ -70,15 +70,25 @@ def parse_snapshot(data, kb: KB, where: str = "snapshot") -> Snapshot:
             snap.warnings.append(f"{where}: {key}: unknown top-level key, ignored (expected {', '.join(sorted(TOP_KEYS))})")
     snap.context = _context(data.get("context") or {}, kb, where, snap.warnings)
     snap.changes = _changes(data.get("changes", None), kb, where, snap.warnings)
+    unknown = []
     for part in ("baseline", "current"):
         values = data.get(part) or {}
         if not isinstance(values, dict):
             raise InputError(where, part, "must be a mapping of signal -> value")
-        setattr(snap, part, {sid: v for sid, v in
-                             ((sid, _signal_value(kb, sid, value, where, f"{part}.{sid}", snap.warnings))
-                              for sid, value in values.items()) if v is not None})
+        read = {}
+        for key, value in values.items():
+            sid, value = _resolve_key(kb, str(key), value, where, part, snap.warnings)
+            if sid in read:
+                raise InputError(where, f"{part}.{key}", f"{sid} is given twice (once under another name)")
+            if sid is None:
+                unknown.append(f"{part}.{key}")
+            elif (value := _signal_value(kb, sid, value, where, f"{part}.{key}", snap.warnings)) is not None:
+                read[sid] = value
+        setattr(snap, part, read)
     if not snap.current:
-        raise InputError(where, "current", "no known signal observed: nothing to diagnose")
+        shown = f" (unknown: {', '.join(unknown[:6])}{' ...' if len(unknown) > 6 else ''})" if unknown else ""
+        raise InputError(where, "current", f"no known signal observed{shown}: nothing to diagnose; "
+                                           "signal names are listed in kb/signals/*.yaml")
     if "rdma" not in snap.context and _rdma_measured(snap):
         snap.context["rdma"] = True
     return snap
@@ -163,14 +173,63 @@ def _changes(changes, kb, where, warnings):
     return known
 
 
-def _signal_value(kb, sid, value, where, key, warnings):
-    """Check one signal's value (scalar or per-entity mapping); None means 'dropped with a warning'."""
-    signal = kb.signals.get(sid)
-    if signal is None:
-        close = difflib.get_close_matches(str(sid), kb.signals, n=2, cutoff=0.6)
+def _resolve_key(kb, key, value, where, part, warnings):
+    """(signal id, value) for a key of baseline or current: a signal id, an exporter gauge the KB reads as one
+    (vllm:num_requests_waiting, DCGM_FI_DEV_GPU_UTIL), or a signal's name in other units (ttft_p99_ms,
+    gpu_util_pct), the value scaled to the signal's unit. (None, value) and a warning for an unknown key."""
+    if key in kb.signals:
+        return key, value
+    resolved = _gauge_metric(kb, key) or _unit_suffix(kb, key)
+    if resolved is None:
+        close = difflib.get_close_matches(key, kb.signals, n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
-        warnings.append(f"{where}: {key}: unknown signal, ignored{hint}")
+        warnings.append(f"{where}: {part}.{key}: unknown signal, ignored{hint}")
+        return None, value
+    sid, scale, how = resolved
+    warnings.append(f"{where}: {part}.{key}: read as {sid} ({how})")
+    scaled = {e: _scaled(v, scale) for e, v in value.items()} if isinstance(value, dict) else _scaled(value, scale)
+    return sid, scaled
+
+
+def _gauge_metric(kb, key):
+    """The signal an exporter gauge of this name (with or without its engine prefix) is read as, with its scale;
+    None if none or several."""
+    found = {(sid, m.scale) for sid, s in kb.signals.items() for m in s.metrics
+             if m.kind == "gauge" and key in (m.metric, m.metric.split(":", 1)[-1])}   # vllm:x or just x
+    if len(found) != 1:
         return None
+    (sid, scale), = found
+    return sid, scale, f"the exporter metric{'' if scale == 1 else f', x{scale:g}'}"
+
+
+UNIT_SUFFIXES = {"_ms": ("s", 1e-3), "_us": ("s", 1e-6), "_min": ("s", 60.0),
+                 "_pct": ("fraction", 0.01), "_percent": ("fraction", 0.01)}
+
+
+def _unit_suffix(kb, key):
+    """ttft_p99_ms -> ttft_p99_s x0.001, gpu_util_pct -> gpu_util x0.01. Not vLLM's *_perc gauges: they are 0-1."""
+    for suffix, (unit, scale) in UNIT_SUFFIXES.items():
+        if key.endswith(suffix):
+            stem = key[: -len(suffix)]
+            sid = stem + "_s" if unit == "s" else stem
+            signal = kb.signals.get(sid)
+            if signal is not None and (signal.unit == unit or signal.kind == unit):
+                return sid, scale, f"{suffix[1:]} -> {'s' if unit == 's' else '0-1'}"
+    return None
+
+
+def _scaled(value, scale):
+    """A number, or a number written as text without a unit, times `scale`; anything else as it is."""
+    if scale == 1:
+        return value
+    if isinstance(value, str) and (m := NUMBER_UNIT.fullmatch(value.strip())) and not m.group(3):
+        value = float(m.group(1))
+    return value * scale if _is_number(value) else value
+
+
+def _signal_value(kb, sid, value, where, key, warnings):
+    """Check one signal's value (scalar or per-entity mapping)."""
+    signal = kb.signals[sid]
     if isinstance(value, dict):
         if not value:
             raise InputError(where, key, "empty per-entity mapping")

@@ -100,3 +100,33 @@ def test_merge_keys_and_jitter_above_one(kb, tmp_path):
     snap = load_snapshot(write(tmp_path, "b: &b {gpu_util: 1.02}\ncurrent: {<<: *b, sm_active: 0.3}\n"), kb)
     assert snap.current == {"gpu_util": 1.0, "sm_active": 0.3}
     assert any("just above 1" in w for w in snap.warnings)
+
+
+def test_other_units_and_exporter_gauge_names_are_read_as_signals(kb, tmp_path):
+    text = ("baseline: {ttft_p99_ms: 250, gpu_util_pct: {gpu0: 40}}\n"
+            "current: {ttft_p99_ms: '1600', e2e_p50_min: 0.5, DCGM_FI_DEV_GPU_UTIL: {gpu0: 95},\n"
+            "          DCGM_FI_DEV_SM_CLOCK_HERTZ: {gpu0: 1.41e9}, 'vllm:num_requests_waiting': 22,\n"
+            "          gpu_cache_usage_perc: 0.94}")
+    snap = load_snapshot(write(tmp_path, text), kb)
+    assert snap.baseline == {"ttft_p99_s": pytest.approx(0.25), "gpu_util": {"gpu0": pytest.approx(0.4)}}
+    assert snap.current["ttft_p99_s"] == pytest.approx(1.6)
+    assert snap.current["e2e_p50_s"] == pytest.approx(30)
+    assert snap.current["gpu_util"] == {"gpu0": pytest.approx(0.95)}   # dcgm-exporter reports 0-100
+    assert snap.current["sm_clock_mhz"] == {"gpu0": pytest.approx(1410)}
+    assert snap.current["requests_waiting"] == 22
+    assert snap.current["kv_cache_usage"] == pytest.approx(0.94)   # vLLM's *_perc gauge is already 0-1
+    assert any("current.ttft_p99_ms: read as ttft_p99_s (ms -> s)" in w for w in snap.warnings)
+    assert any("current.DCGM_FI_DEV_GPU_UTIL: read as gpu_util (the exporter metric, x0.01)" in w for w in snap.warnings)
+
+
+def test_a_signal_given_under_two_names_is_an_error(kb, tmp_path):
+    path = write(tmp_path, "current: {ttft_p99_s: 1.6, ttft_p99_ms: 1600}")
+    with pytest.raises(InputError, match=r"current.ttft_p99_ms: ttft_p99_s is given twice"):
+        load_snapshot(path, kb)
+
+
+def test_nothing_known_names_the_unknown_keys(kb, tmp_path):
+    path = write(tmp_path, "current: {gpu_utilization: 0.9, throughput: 10}")
+    with pytest.raises(InputError) as exc:
+        load_snapshot(path, kb)
+    assert "no known signal observed (unknown: current.gpu_utilization, current.throughput)" in str(exc.value)
