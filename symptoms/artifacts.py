@@ -4,7 +4,8 @@ import re
 
 from perfdoctor.errors import InputError
 
-from . import bench_serving, engine_log, ib_write_bw, iostat, kineto, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo
+from . import (bench_serving, engine_log, ib_write_bw, iostat, kineto, metrics_dump, nccl_tests, nvidia_smi, nvidia_smi_dmon,
+               nvidia_smi_table, nvidia_smi_topo)
 from .common import Artifact
 
 # (kind, detect, parse) in detection order: an explicit list, no discovery.
@@ -20,6 +21,7 @@ PARSERS = [
     ("kineto", kineto.detect, kineto.parse),
     ("engine_log", engine_log.detect, engine_log.parse),
     ("bench_serving", bench_serving.detect, bench_serving.parse),
+    ("metrics_dump", metrics_dump.detect, metrics_dump.parse),
 ]
 KINDS = [k for k, _, _ in PARSERS]
 

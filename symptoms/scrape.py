@@ -128,7 +128,7 @@ def _last_line_of(text, name):
 def _bad_line(text):
     """Line number of the first line the parser rejects (parsing line by line)."""
     for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
+        if not line.strip() or (line.startswith("#") and not line.startswith(("# TYPE", "# HELP"))):
             continue
         try:
             list(text_string_to_metric_families(line + "\n"))

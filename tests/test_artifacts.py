@@ -33,10 +33,12 @@ KIND_OF = {
     "ib_write_bw_ib_hdr_loopback_8M.txt": "ib_write_bw",
     "ib_write_bw_ib_loopback_all_sizes_interleaved.txt": "ib_write_bw",
     "iostat-x_ALL_busy_sda.txt": "iostat",
+    "dcgm-exporter_metrics_L4_idle_full_exposition.txt": "metrics_dump",
+    "dcgm-exporter_metrics_A100_MIG_loaded_docs.txt": "metrics_dump",
+    "vllm_metrics_idle_v1_qwen0.5b_full.txt": "metrics_dump",
 }
 # real files in the fixture dir that no parser here handles
-NOT_OURS = ["SOURCES.md", "dcgm-exporter_metrics_L4_idle_full_exposition.txt",
-            "vllm_metrics_idle_v1_qwen0.5b_full.txt", "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt"]
+NOT_OURS = ["SOURCES.md"]
 
 
 def load(name: str, kind: str | None = None) -> Artifact:
@@ -53,7 +55,7 @@ def assert_points_at(err: InputError, path):
 
 def test_registry_is_explicit_and_complete():
     assert KINDS == ["nvidia_smi_q", "nvidia_smi_xml", "nvidia_smi_table", "nvidia_smi_dmon", "nvidia_smi_topo",
-                     "nccl_tests", "ib_write_bw", "iostat", "kineto", "engine_log", "bench_serving"]
+                     "nccl_tests", "ib_write_bw", "iostat", "kineto", "engine_log", "bench_serving", "metrics_dump"]
     assert all(callable(d) and callable(p) for _, d, p in PARSERS)
 
 
@@ -655,3 +657,40 @@ def test_kineto_real_h200_slow_dataloader():
     assert a.signals["gpu_idle_frac"]["rank0"] > 0.95
     assert a.signals["comm_time_frac"] == {"rank0": 0.0}
     assert any("no NCCL kernels" in n for n in a.notes)
+
+
+# ---------------------------------------------------------------- a saved /metrics page
+
+def test_metrics_page_vllm_v1_gauges_and_cache_config():
+    art = load("vllm_metrics_idle_v1_qwen0.5b_full.txt")
+    assert art.signals["requests_running"] == 0 and art.signals["requests_waiting"] == 0
+    assert art.signals["kv_cache_usage"] == 0
+    assert art.signals["prefix_caching"] is True
+    assert art.signals["kv_cache_capacity_tokens"] == 101625 * 16   # num_gpu_blocks x block_size
+    assert art.context["engine"] == "vllm"
+    assert "ttft_p99_s" not in art.signals   # a lifetime histogram mixes the good and the slow period
+    assert any("ttft_p99_s" in n and "--scrape" in n for n in art.notes)
+
+
+def test_metrics_page_dcgm_names_gpu_driver_and_entities():
+    art = load("dcgm-exporter_metrics_L4_idle_full_exposition.txt")
+    assert art.context["gpu"] == "NVIDIA L4" and art.context["driver"] == "580.105.08"
+    assert art.signals["sm_clock_mhz"] == {"i-030791dc5a37cd257/gpu0": 210}
+    assert art.signals["gpu_util"] == {"i-030791dc5a37cd257/gpu0": 0}   # 0-100 in the exporter, 0-1 here
+    loaded = load("dcgm-exporter_metrics_A100_MIG_loaded_docs.txt")   # no HELP/TYPE lines
+    assert loaded.signals["power_w"]["ub20-a100-k8s/gpu0"] == pytest.approx(409.692)
+
+
+def test_metrics_page_of_counters_only_says_to_scrape_twice():
+    name = "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt"
+    assert detect_kind((REAL / name).read_text()) == "metrics_dump"
+    with pytest.raises(InputError, match=r"host_cpu_util.*scrape twice \(--scrape URL\)") as e:
+        load(name)
+    assert_points_at(e.value, REAL / name)
+
+
+def test_metrics_page_cut_mid_histogram_points_at_the_line():
+    name = "vllm_metrics_v0_qwen1.5b_old_names_excerpt.txt"
+    with pytest.raises(InputError, match="looks truncated") as e:
+        load(name, "metrics_dump")
+    assert_points_at(e.value, REAL / name)
