@@ -669,7 +669,7 @@ READINGS = {
                                                    "ttft_p99_s": 3.0},
                                         "load_scaling_gain", 1.0, 1.9, "batching_underutilization", 2),
     # preemptions began and the step log shows the slow decode steps carry (recomputed) prefill
-    "decode_stalls_align_with_prefill": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None,
+    "decode_stalls_align_with_prefill:preemptions": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None,
                                          {"itl_p99_s": 0.05, "preemptions_per_s": 0}, {"itl_p99_s": 0.9, "preemptions_per_s": 0.3},
                                          "decode_stalls_with_prefill", True, False, "kv_cache_exhaustion", 1.5),
     # the TTFT tail and the queue grew with twice the clients, against a rerun of the same benchmark
@@ -681,13 +681,26 @@ READINGS = {
                                       {"ttft_p99_s": 6.8, "routing_policy": ["session_hash"], "prefix_caching": True},
                                       {"ttft_p99_s": 27.5, "prefix_caching": True},
                                       "routing_policy", ["round_robin"], ["session_hash"], "prefix_cache_degradation", 2),
+    # ITL doubled on a busy GPU; stopping the other tenant of the GPU brought the speed back
+    "isolation_restored_speed": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
+                                 {"itl_p50_s": 0.045, "gpu_util": {"gpu0": 0.95}},
+                                 "isolation_restores", True, False, "noisy_neighbor", 2),
+    # latency tripled behind a proxy whose CPU idles while every pooled connection is in use
+    "gateway_at_inflight_cap": (SERVING, None, {"e2e_p50_s": 1.0}, {"e2e_p50_s": 3.0, "gateway_cpu_util": 0.15},
+                                "gateway_inflight_cap_frac", 1.0, 0.3, "gateway_saturation", 2),
+    # the TTFT tail grew, and short requests wait 40x their own TTFT in the mixed load
+    "short_requests_wait_for_others": (SERVING, None, {"ttft_p99_s": 0.5}, {"ttft_p99_s": 4.0},
+                                       "short_request_ttft_ratio", 40, 1.2, "head_of_line_blocking", 1.5),
+    # replies four times slower at the same ITL, with most requests running to max_tokens
+    "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
+                                "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),
 }
 
 
 @pytest.mark.parametrize("finding", READINGS)
 def test_a_stated_reading_names_its_cause(engine, finding):
     context, changes, base, now, signal, value, other, cause, factor = READINGS[finding]
-    with_it, without = _reading_effect(engine, context, base, now, signal, value, other, finding, changes)
+    with_it, without = _reading_effect(engine, context, base, now, signal, value, other, finding.split(":")[0], changes)
     assert with_it.hypotheses[0].id == cause
     assert _p(with_it, cause) > factor * _p(without, cause)
 
