@@ -51,7 +51,10 @@ _FLAGS = [  # engine settings that are signals: (pattern, signal, value)
     (re.compile(r"\bchunked_prefill_size=(-?\d+)"), "chunked_prefill", lambda m: int(m[1]) > 0),
     (re.compile(r"\benforce_eager[=:] ?(True|False)"), "cuda_graphs", lambda m: m[1] == "False"),
     (re.compile(r"\bdisable_cuda_graph=(True|False)"), "cuda_graphs", lambda m: m[1] == "False"),
+    (re.compile(r"\bdisable_custom_all_reduce[=:] ?(True|False)"), "custom_allreduce", lambda m: m[1] == "False"),
 ]
+# the engine refused its custom all-reduce at start-up (PCIe-only GPUs, no P2P): this wins over the flag
+_CUSTOM_AR_REFUSED = re.compile(r"Custom allreduce is disabled")
 _KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"), re.compile(r"\bmax_total_num_tokens=(\d+)")]
 
 
@@ -162,6 +165,8 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
             for pattern, key, value in _FLAGS:
                 if s := pattern.search(line):
                     flags.setdefault(key, value(s))
+            if _CUSTOM_AR_REFUSED.search(line):
+                flags["custom_allreduce"] = False
             for pattern in _KV_TOKENS:
                 if s := pattern.search(line):
                     kv_tokens[_engine(line)] = int(s[1].replace(",", ""))

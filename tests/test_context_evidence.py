@@ -691,6 +691,10 @@ READINGS = {
     # the TTFT tail grew, and short requests wait 40x their own TTFT in the mixed load
     "short_requests_wait_for_others": (SERVING, None, {"ttft_p99_s": 0.5}, {"ttft_p99_s": 4.0},
                                        "short_request_ttft_ratio", 40, 1.2, "head_of_line_blocking", 1.5),
+    # TP4 decode on PCIe-only GPUs got slower, and the engine's start-up log says it refused its custom all-reduce
+    "custom_allreduce_off": ({"workload": "inference", "gpus": 4, "tp": 4, "engine": "sglang"}, None,
+                             {"itl_p50_s": 0.03}, {"itl_p50_s": 0.06, "gpu_util": {f"gpu{i}": 0.6 for i in range(4)}},
+                             "custom_allreduce", False, True, "tensor_parallel_comm", 1.5),
     # replies four times slower at the same ITL, with most requests running to max_tokens
     "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
                                 "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),
@@ -774,3 +778,17 @@ def test_a_level_reached_counts_and_a_zero_count_does_not(engine):
     below = observed({"host_cpu_util": {"node0": 0.7}, "xid_errors": {"gpu0": 1}})
     assert below["host_cpu_high"].present is False
     assert below["xid_present"].present is True
+
+
+def test_waiting_inside_collectives_points_at_a_straggler_not_the_wire(engine):
+    """The communication share grew. If ranks spend it waiting for a late peer, a straggler (uneven work, a
+    late batch, a throttled GPU) sets the pace; if they enter together and move data, the link is slow."""
+    context = {"workload": "training", "nodes": 2, "gpus_per_node": 8}
+    base, now = {"step_time_s": 1.0, "comm_time_frac": 0.1}, {"step_time_s": 1.5, "comm_time_frac": 0.35}
+    waiting, moving = _reading_effect(engine, context, base, now, "collective_wait_frac", 0.8, 0.05,
+                                      "collectives_wait_for_peers")
+    assert moving.observations["collectives_move_data"].present
+    for straggler in ("load_imbalance", "input_pipeline_stall", "gpu_throttling"):
+        assert _p(waiting, straggler) > 1.5 * _p(moving, straggler)
+    for wire in ("rdma_network_degradation", "gpudirect_rdma_disabled"):
+        assert _p(moving, wire) > 1.1 * _p(waiting, wire)

@@ -70,6 +70,9 @@ def test_sglang_startup_settings():
     assert art.signals["chunked_prefill"] is True          # chunked_prefill_size=2048
     assert art.signals["prefix_caching"] is True           # disable_radix_cache=False
     assert art.signals["prefix_cache_hit_rate"] == {"engine0": 0.0}   # one prefill, #cached-token: 0
+    # server_args say disable_custom_all_reduce=False, but on four PCIe-only L4s each TP rank then logs
+    # "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs"
+    assert art.signals["custom_allreduce"] is False
 
 
 def test_sglang_prefix_hits_from_cached_tokens_and_graphs_from_the_decode_lines():
