@@ -280,6 +280,12 @@ def decode_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, batch: float, ctx: 
         observed, _fraction(observed, value))
 
 
+# Signals the ceilings read: with the model and the GPU known they count through a ceiling, baseline or not.
+CEILING_INPUTS = {"requests_running", "requests_waiting", "prompt_tokens_mean", "output_tokens_mean",
+                  "output_tokens_per_s", "request_rate_rps", "prefix_cache_hit_rate", "prompt_tokens_per_s",
+                  "step_time_s", "comm_time_frac", "nccl_busbw_gb_per_s"}
+
+
 def prefill_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, observed: float | None) -> Ceiling:
     """Compute-bound prefill: 2 FLOPs per active parameter per token (attention FLOPs left out)."""
     flops = gpu.tensor_tflops * 1e12 * gpus
@@ -413,7 +419,10 @@ def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
             out.append(decode_ceiling(m, gpu, gpus, batch, ctx, observed))
     rate = _signal(signals, "request_rate_rps")
     hit = _signal(signals, "prefix_cache_hit_rate") or 0.0
-    prefill_obs = rate * prompt * (1 - min(hit, 1.0)) if rate is not None and prompt is not None else None
+    taken_in = _signal(signals, "prompt_tokens_per_s")   # measured; else what the request rate implies
+    if taken_in is None and rate is not None and prompt is not None:
+        taken_in = rate * prompt
+    prefill_obs = taken_in * (1 - min(hit, 1.0)) if taken_in is not None else None
     if gpu.tensor_tflops is None:
         warnings.append(f"prefill_tokens_per_s skipped: no citable 16-bit tensor peak for {gpu.title}")
     else:
@@ -501,7 +510,8 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
         if not _skip(warnings, "kv_bytes_per_token", {"model layers": m.layers, "model kv_heads": m.kv_heads,
                                                       "model head_dim": m.head_dim}):
             out.append(kv_per_token_ceiling(m))
-    serving = any(k in signals for k in ("requests_running", "output_tokens_per_s", "prompt_tokens_mean"))
+    serving = any(k in signals for k in ("requests_running", "output_tokens_per_s", "prompt_tokens_mean",
+                                         "prompt_tokens_per_s"))
     training = "step_time_s" in signals or any(k in context for k in ("tokens_per_step", "global_batch_size"))
     if gpu is not None and m is not None and m.active_b is not None:
         if serving:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfdoctor.engine.ceilings import Ceiling, compute_ceilings
+from perfdoctor.engine.ceilings import CEILING_INPUTS, Ceiling, compute_ceilings
 from perfdoctor.errors import InputError
 from perfdoctor.engine.findings import Observation, evaluate
 from perfdoctor.engine.inference import ExactInference, Joint
@@ -202,14 +202,15 @@ class Engine:
                   if p.id not in asked] \
             if with_probes else []
         return Diagnosis(snap, observations, hyps, probes,
-                         list(snap.warnings) + ceiling_warnings + self._coverage_warnings(snap, observations), ceilings)
+                         list(snap.warnings) + ceiling_warnings + self._coverage_warnings(snap, observations, ceilings), ceilings)
 
-    def _coverage_warnings(self, snap, observations):
+    def _coverage_warnings(self, snap, observations, ceilings):
         out = []
+        via_ceiling = CEILING_INPUTS if any(c.observed is not None for c in ceilings) else set()
         ratio_only = [sid for sid in snap.current if sid in self.kb.signals and
                       self.kb.signals[sid].findings and
                       all(f.rule.kind in ("ratio_up", "ratio_down") for f in self.kb.signals[sid].findings)
-                      and sid not in snap.baseline]
+                      and sid not in snap.baseline and sid not in via_ceiling]
         if ratio_only:
             out.append("no baseline for " + ", ".join(sorted(ratio_only)) +
                        ": these signals cannot show a change and were not used")

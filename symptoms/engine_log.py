@@ -116,7 +116,7 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
         art = parse(text, where)
         art.notes.insert(0, note)
         return art
-    rows = defaultdict(list)          # engine -> [{running, waiting, kv, gen, hit}]
+    rows = defaultdict(list)          # engine -> [{running, waiting, kv, gen, prompt, hit}]
     prefill = defaultdict(lambda: [0, 0])   # engine -> [new tokens, cached tokens]
     graphs, retracted, preempt_lines, preempt_total, spec, sglang = [], 0, 0, [], [], False
     times, ctx, flags, kv_tokens, notes = [], {}, {}, {}, []
@@ -126,14 +126,14 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
         if m := _VLLM_STATS.search(line):
             engine = f"engine{int(m[1])}" if m[1] else "engine0"
             rows[engine].append({"running": int(m[4]), "waiting": int(m[6]), "kv": float(m[7]) / 100,
-                                 "gen": float(m[3]), "hit": float(m[8]) / 100 if m[8] else None})
+                                 "gen": float(m[3]), "prompt": float(m[2]), "hit": float(m[8]) / 100 if m[8] else None})
             if m[5] and int(m[5]):
                 notes.append(f"line {n}: {m[5]} requests swapped out to CPU")
         elif m := _SG_DECODE.search(line):
             sglang = True
             engine = _engine(line)
             rows[engine].append({"running": int(m[1]), "waiting": int(m[6]), "kv": float(m[3]),
-                                 "gen": float(m[5]), "hit": None})
+                                 "gen": float(m[5]), "prompt": None, "hit": None})
             if m[4]:
                 graphs.append(m[4] == "True")
         elif m := _SG_PREFILL.search(line):
@@ -141,7 +141,8 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
             engine = _engine(line)
             prefill[engine][0] += int(m[2])
             prefill[engine][1] += int(m[3])
-            rows[engine].append({"running": int(m[5]), "waiting": int(m[6]), "kv": float(m[4]), "gen": None, "hit": None})
+            rows[engine].append({"running": int(m[5]), "waiting": int(m[6]), "kv": float(m[4]), "gen": None,
+                                 "prompt": None, "hit": None})
         elif m := _VLLM_V0_PREFIX.search(line):
             if rows.get("engine0") and rows["engine0"][-1]["hit"] is None:
                 rows["engine0"][-1]["hit"] = float(m[1]) / 100
@@ -187,7 +188,7 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
 
 
 def _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes) -> dict:
-    running, waiting, kv, gen, hit = {}, {}, {}, {}, {}
+    running, waiting, kv, gen, prompt, hit = {}, {}, {}, {}, {}, {}
     for engine, lines in sorted(rows.items()):
         busy = [r for r in lines if r["running"] or r["waiting"]]
         if not busy:
@@ -200,6 +201,8 @@ def _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes) -> dict:
         kv[engine] = mean(r["kv"] for r in busy)
         if (rate := mean(r["gen"] for r in busy if r["gen"] is not None)) is not None:
             gen[engine] = rate
+        if (rate := mean(r["prompt"] for r in busy if r["prompt"] is not None)) is not None:
+            prompt[engine] = rate
         peak = max(r["kv"] for r in busy)
         if peak >= 0.9:
             notes.append(f"{engine}: KV cache usage peaked at {peak:.0%}")
@@ -212,6 +215,8 @@ def _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes) -> dict:
     signals = {"requests_running": running, "requests_waiting": waiting, "kv_cache_usage": kv}
     if gen:
         signals["output_tokens_per_s"] = gen
+    if prompt:
+        signals["prompt_tokens_per_s"] = prompt
     if hit:
         signals["prefix_cache_hit_rate"] = hit
     if spec:

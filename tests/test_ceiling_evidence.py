@@ -1,6 +1,7 @@
 """Hardware ceilings as evidence: the same observations rank differently once the hardware limit is known."""
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from conftest import REPO
@@ -83,3 +84,19 @@ def test_a_ceiling_shortfall_that_held_in_the_baseline_too_is_not_evidence(engin
     always = busbw_obs(5)["busbw_far_below_link"]
     assert always.present is None and "held in the baseline too" in always.detail
     assert busbw_obs(200)["busbw_far_below_link"].present
+
+
+def test_measured_prompt_throughput_sets_the_prefill_roofline_without_a_request_rate(engine):
+    """A server log gives prompt tokens per second but no request rate: the uncached share of it is set
+    against the prefill ceiling; given both, the measured rate wins over rate x mean prompt."""
+    context = {"workload": "inference", "gpu": "A100-80GB", "tp": 1,
+               "model": {"params_b": 7, "layers": 28, "kv_heads": 4, "head_dim": 128, "weight_dtype": "bf16"}}
+    now = {"prompt_tokens_per_s": 20000, "prefix_cache_hit_rate": 0.25, "ttft_p99_s": 3.0}
+    d = engine.diagnose(parse_snapshot({"context": context, "current": now}, engine.kb, "t"), with_probes=False)
+    prefill = next(c for c in d.ceilings if c.id == "prefill_tokens_per_s")
+    assert prefill.observed == pytest.approx(15000)   # 20000 x (1 - 0.25)
+    assert prefill.value == pytest.approx(312e12 / (2 * 7e9), rel=1e-6)
+    assert d.observations["prefill_near_compute_roofline"].present   # 15000 of 22286
+    implied = {**now, "request_rate_rps": 1.0, "prompt_tokens_mean": 1000}
+    d = engine.diagnose(parse_snapshot({"context": context, "current": implied}, engine.kb, "t"), with_probes=False)
+    assert next(c for c in d.ceilings if c.id == "prefill_tokens_per_s").observed == pytest.approx(15000)

@@ -695,6 +695,17 @@ READINGS = {
     "custom_allreduce_off": ({"workload": "inference", "gpus": 4, "tp": 4, "engine": "sglang"}, None,
                              {"itl_p50_s": 0.03}, {"itl_p50_s": 0.06, "gpu_util": {f"gpu{i}": 0.6 for i in range(4)}},
                              "custom_allreduce", False, True, "tensor_parallel_comm", 1.5),
+    # ITL up on a GPU that reads busy, yet a trace shows it idle between steps half the time, waiting for the host
+    "gpu_waits_on_host": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
+                          {"itl_p50_s": 0.04, "gpu_util": {"gpu0": 0.9}},
+                          "gpu_wait_on_host_frac", 0.5, 0.05, "host_cpu_bottleneck", 2),
+    # ten times slower on a card with 8 GB free for a model that needs 14
+    "memory_demand_exceeds_gpu": ({"workload": "inference", "gpus": 1, "engine": "ollama"}, None, {"itl_p50_s": 0.03},
+                                  {"itl_p50_s": 0.3}, "gpu_memory_demand_frac", 1.75, 0.6, "memory_pressure", 2),
+    # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
+    "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
+                                            {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
+                                            "host_hotspot", ["sampling"], ["stream_proxy"], "host_cpu_bottleneck", 2),
     # replies four times slower at the same ITL, with most requests running to max_tokens
     "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
                                 "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),

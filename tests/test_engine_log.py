@@ -47,6 +47,8 @@ def test_vllm_v1_waiting_and_prefix_hits():
     assert art.signals["requests_waiting"]["engine0"] > 100
     assert 0 < art.signals["prefix_cache_hit_rate"]["engine0"] < 1
     assert "preemptions_per_s" not in art.signals          # V1 logs no preemptions at all
+    # "Avg prompt throughput" of the busy status lines (2547.3, 2438.4, ... 102.2 tokens/s), averaged
+    assert art.signals["prompt_tokens_per_s"]["engine0"] == pytest.approx(1069.8, abs=0.1)
 
 
 def test_vllm_v1_idle_log_keeps_settings_and_says_it_is_idle():
