@@ -702,6 +702,23 @@ READINGS = {
     # ten times slower on a card with 8 GB free for a model that needs 14
     "memory_demand_exceeds_gpu": ({"workload": "inference", "gpus": 1, "engine": "ollama"}, None, {"itl_p50_s": 0.03},
                                   {"itl_p50_s": 0.3}, "gpu_memory_demand_frac", 1.75, 0.6, "memory_pressure", 2),
+    # tail latency tripled behind a proxy; the same benchmark against the engine's own port is fast
+    "bypass_restored_speed": ({"workload": "inference", "engine": "vllm", "gateway": "envoy"}, None,
+                              {"e2e_p99_s": 1.0}, {"e2e_p99_s": 3.0}, "bypass_restores", True, False,
+                              "gateway_saturation", 2),
+    # ITL rose with speculation on; the same load decodes faster with it off
+    "speculation_slower_than_plain": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
+                                      {"itl_p50_s": 0.03, "spec_decode_acceptance_rate": 0.8},
+                                      "spec_decode_speedup", 0.7, 1.6, "speculative_decoding_regression", 2),
+    # steps slowed on one 8-GPU server, cool and unthrottled; replacing one GPU brought the speed back
+    "hardware_swap_restored_speed": ({"workload": "training", "nodes": 1, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                                     {"step_time_s": 1.4, "throttle_reasons": {f"gpu{i}": [] for i in range(8)},
+                                      "temp_c": {f"gpu{i}": 60 for i in range(8)}},
+                                     "hardware_swap_restores", True, False, "gpu_hardware_fault", 2),
+    # steps wait on data read from a network filesystem; the same shard copied to local NVMe is fast
+    "fast_storage_restored_speed": (TRAINING_1, None, {"step_time_s": 0.5},
+                                    {"step_time_s": 1.5, "dataloader_wait_frac": 0.6},
+                                    "fast_storage_restores", True, False, "storage_io_bottleneck", 2),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
