@@ -63,9 +63,10 @@ STRINGS = {
     "tool_baseline": ("the good state (baseline)", "变慢前（基线）"),
     "tool_load": ("Add a tool output", "添加工具输出"),
     "tool_help": ("nvidia-smi (-q, -x, table, dmon, topo -m), nccl-tests, ib_write_bw, iostat -x, a PyTorch profiler "
-                  "trace, a vLLM or SGLang server log, a serving benchmark result; the kind is read from the content",
+                  "trace, a vLLM or SGLang server log, a serving benchmark result, a saved /metrics page; the kind is "
+                  "read from the content",
                   "nvidia-smi（-q、-x、表格、dmon、topo -m）、nccl-tests、ib_write_bw、iostat -x、PyTorch profiler trace、"
-                  "vLLM 或 SGLang 服务日志、推理服务压测结果；类型由内容识别"),
+                  "vLLM 或 SGLang 服务日志、推理服务压测结果、保存的 /metrics 页面；类型由内容识别"),
     "tool_read": ("Read {name} ({kind}) as {state}", "已读取 {name}（{kind}），作为{state}"),
     "live_title": ("Live diagnosis from Prometheus", "基于 Prometheus 的实时诊断"),
     "prom_url": ("Prometheus URL", "Prometheus 地址"),
