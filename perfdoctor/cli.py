@@ -31,8 +31,8 @@ def evidence_options(fn):
     options = [
         click.option("--artifact", "artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
                      help="tool output (nvidia-smi -q/-x/dmon/topo, nccl-tests, ib_write_bw, iostat, Kineto "
-                          "trace, vLLM or SGLang server log, serving benchmark result, saved /metrics page); kind detected from content; "
-                          "HOST prefixes entity names"),
+                          "trace, vLLM or SGLang server log, serving benchmark result, saved /metrics page); "
+                          "kind detected from content; HOST prefixes entity names"),
         click.option("--baseline-artifact", "baseline_artifacts", multiple=True, metavar="[HOST:][KIND=]FILE",
                      help="the same kind of tool output from before the regression: its readings are the baseline"),
         click.option("--split-at", metavar="TIME", help="cut each vLLM or SGLang server log given with --artifact at "
