@@ -719,6 +719,18 @@ READINGS = {
     "fast_storage_restored_speed": (TRAINING_1, None, {"step_time_s": 0.5},
                                     {"step_time_s": 1.5, "dataloader_wait_frac": 0.6},
                                     "fast_storage_restores", True, False, "storage_io_bottleneck", 2),
+    # steps slowed across four nodes; ibstat shows one node's port trained to 100G while its peers run at 200G
+    "ib_port_rate_below_peers": ({"workload": "training", "nodes": 4, "gpus_per_node": 8, "rdma": True}, None,
+                                 {"step_time_s": 1.0}, {"step_time_s": 1.4}, "ib_port_rate_gbit_per_s",
+                                 {"node1/mlx5_0": 200, "node2/mlx5_0": 200, "node3/mlx5_0": 100, "node4/mlx5_0": 200},
+                                 {f"node{i}/mlx5_0": 200 for i in range(1, 5)}, "rdma_network_degradation", 2),
+    # the communication share grew; HYBRID_SHARD (less traffic between nodes, same work per GPU) restored the speed
+    "comm_reduction_restored_speed": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None,
+                                      {"step_time_s": 1.0, "comm_time_frac": 0.15}, {"step_time_s": 1.6, "comm_time_frac": 0.45},
+                                      "comm_reduction_restores", True, False, "scale_out_comm_bound", 1.5),
+    # steps wait on data; the dataset is read from an NFS share rather than local NVMe
+    "data_on_shared_storage": (TRAINING_1, None, {"step_time_s": 0.5}, {"step_time_s": 1.5, "dataloader_wait_frac": 0.6},
+                               "data_storage", ["network_fs"], ["local_nvme"], "storage_io_bottleneck", 1.5),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
