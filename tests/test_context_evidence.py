@@ -731,6 +731,15 @@ READINGS = {
     # steps wait on data; the dataset is read from an NFS share rather than local NVMe
     "data_on_shared_storage": (TRAINING_1, None, {"step_time_s": 0.5}, {"step_time_s": 1.5, "dataloader_wait_frac": 0.6},
                                "data_storage", ["network_fs"], ["local_nvme"], "storage_io_bottleneck", 1.5),
+    # no baseline: the TTFT tail is long and the clients offer 1.5x the rate a load test saturates at
+    "load_above_capacity": (SERVING, None, {}, {"ttft_p99_s": 8.0, "requests_waiting": 40},
+                            "offered_load_over_capacity", 1.5, 0.4, "load_surge", 1.5),
+    # steps slowed; the backward now takes far longer than the forward, which did not change
+    "backward_forward_ratio_up": (TRAINING_1, None, {"step_time_s": 1.0, "backward_forward_ratio": 2.0},
+                                  {"step_time_s": 1.5}, "backward_forward_ratio", 3.1, 2.0, "training_config_regression", 1.5),
+    # steps slowed; the optimizer step now takes 40% of each step (it runs on the CPU)
+    "optimizer_step_large": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.8},
+                             "optimizer_step_frac", 0.4, 0.03, "training_config_regression", 1.5),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
