@@ -681,12 +681,24 @@ def test_metrics_page_dcgm_names_gpu_driver_and_entities():
     assert loaded.signals["power_w"]["ub20-a100-k8s/gpu0"] == pytest.approx(409.692)
 
 
-def test_metrics_page_of_counters_only_says_to_scrape_twice():
+def test_metrics_page_of_node_exporter_gives_port_rates_and_names_the_counters():
     name = "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt"
     assert detect_kind((REAL / name).read_text()) == "metrics_dump"
+    art = load(name)
+    # node_infiniband_rate_bytes_per_second 1.25e9 and 5e9 bytes/s: 10 and 40 Gb/s
+    assert art.signals["ib_port_rate_gbit_per_s"] == {"i40iw0/port1": pytest.approx(10), "mlx4_0/port1": pytest.approx(40),
+                                                      "mlx4_0/port2": pytest.approx(40)}
+    assert any("host_cpu_util" in n and "scrape twice (--scrape URL)" in n for n in art.notes)
+
+
+def test_metrics_page_of_counters_only_says_to_scrape_twice(tmp_path):
+    text = (REAL / "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt").read_text()
+    counters = "\n".join(line for line in text.splitlines() if "node_infiniband_rate" not in line) + "\n"
+    p = tmp_path / "node.txt"
+    p.write_text(counters)
     with pytest.raises(InputError, match=r"host_cpu_util.*scrape twice \(--scrape URL\)") as e:
-        load(name)
-    assert_points_at(e.value, REAL / name)
+        load_artifact(str(p), "metrics_dump")
+    assert_points_at(e.value, p)
 
 
 def test_metrics_page_cut_mid_histogram_points_at_the_line():
