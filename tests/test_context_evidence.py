@@ -740,6 +740,61 @@ READINGS = {
     # steps slowed; the optimizer step now takes 40% of each step (it runs on the CPU)
     "optimizer_step_large": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.8},
                              "optimizer_step_frac", 0.4, 0.03, "training_config_regression", 1.5),
+    # requests queue; the router's least-load counts stayed at zero (it never saw the load)
+    "router_load_view_wrong": (SERVING, None, {"ttft_p99_s": 1.0}, {"ttft_p99_s": 5.0, "requests_waiting": 30},
+                               "router_load_view_ok", False, True, "load_imbalance", 1.5),
+    # the same load spread round-robin over the same replicas ran at speed again
+    "routing_change_restored_speed": (SERVING, None, {"ttft_p99_s": 1.0}, {"ttft_p99_s": 5.0, "requests_waiting": 30},
+                                      "routing_change_restores", True, False, "load_imbalance", 1.2),
+    # steps slowed on a 4-node job; the same software on another node runs at speed
+    "slowdown_local_to_host": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                               {"step_time_s": 1.4}, "reproduces_elsewhere", False, True, "gpu_throttling", 1.5),
+    # binding the ranks to their GPU's NUMA node with numactl brought the speed back
+    "numa_binding_restored_speed": ({"workload": "training", "nodes": 1, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                                    {"step_time_s": 1.3, "host_cpu_util": {"node0": 0.4}},
+                                    "numa_binding_restores", True, False, "numa_affinity_misconfig", 2),
+    # steps wait on data; doubling num_workers made the job faster
+    "more_loader_workers_help": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.7, "dataloader_wait_frac": 0.4},
+                                 "loader_workers_effect", "more_helps", "no_effect", "input_pipeline_stall", 1.2),
+    # steps wait on data; more workers changed nothing: the storage under them is the limit
+    "loader_workers_no_effect": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.7, "dataloader_wait_frac": 0.4, "data_storage": ["network_fs"]},
+                                 "loader_workers_effect", "no_effect", "more_helps", "storage_io_bottleneck", 1.5),
+    # throughput fell after an engine upgrade; the start-up log now names another attention backend
+    "op_backend_switched": (SERVING, ["engine_upgrade"], {"output_tokens_per_s": 1000}, {"output_tokens_per_s": 700},
+                            "op_backend_changed", True, False, "software_version_regression", 1.05),
+    # steps slowed; a before/after profile shows every kernel ~30% longer
+    "slowdown_across_all_ops": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.3},
+                                "op_slowdown_spread", "all_ops", "few_ops", "gpu_throttling", 1.5),
+    # latency doubled once the GPU was time-sliced with other pods by the device plugin
+    "gpu_time_sliced": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02}, {"itl_p50_s": 0.04},
+                        "gpu_sharing_mode", "time_sliced", "exclusive", "noisy_neighbor", 1.5),
+    # four PCIe GPUs, all-reduce bandwidth fell; the launch script exports NCCL_P2P_DISABLE=1
+    "nccl_p2p_forced_off": ({"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "L40S"}, None,
+                            {"step_time_s": 1.0, "nccl_busbw_gb_per_s": 20}, {"step_time_s": 1.5, "nccl_busbw_gb_per_s": 6},
+                            "nccl_env_overrides", ["p2p_off"], ["nic_pinned"], "pcie_link_degradation", 1.2),
+    # two nodes, communication dominates the step; the job template still exports NCCL_IB_DISABLE=1
+    "nccl_ib_forced_off": ({"workload": "training", "nodes": 2, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                           {"step_time_s": 1.8, "comm_time_frac": 0.6}, "nccl_env_overrides", ["ib_off"], ["nic_pinned"],
+                           "gpudirect_rdma_disabled", 1.5),
+    # GDR is off on the inter-node channels and nvidia_peermem is not loaded on the nodes
+    "peermem_missing": ({"workload": "training", "nodes": 2, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                        {"step_time_s": 1.8, "comm_time_frac": 0.6, "gdr_enabled": False}, "gpu_peermem_loaded", False, True,
+                        "gpudirect_rdma_disabled", 1.1),
+    # steps slowed; a standalone GEMM benchmark on one GPU reaches half its spec
+    "gpu_bench_low": ({"workload": "training", "nodes": 2, "gpus_per_node": 8}, None, {"step_time_s": 1.0}, {"step_time_s": 1.4},
+                      "gpu_bench_frac", {"gpu0": 0.5, "gpu1": 0.98}, {"gpu0": 0.97, "gpu1": 0.98}, "gpu_throttling", 2),
+    # replies take 20 s instead of 3; 90% of the generated tokens are thinking
+    "reasoning_dominates_output": (SERVING, None, {"e2e_p50_s": 3.0}, {"e2e_p50_s": 20.0},
+                                   "reasoning_token_frac", 0.9, 0.0, "output_length_growth", 2),
+    # latency tripled with the GPU a third busy; the proxy's single worker runs a full core
+    "gateway_thread_saturated": (SERVING, None, {"e2e_p50_s": 1.0}, {"e2e_p50_s": 3.0, "gpu_util": {"gpu0": 0.3}},
+                                 "gateway_thread_cpu_util", 1.0, 0.2, "gateway_saturation", 2),
+    # steps wait on data; each loader worker runs a full core (decode and augmentation)
+    "loader_procs_saturated": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.8, "dataloader_wait_frac": 0.5},
+                               "loader_proc_cpu_util", 1.0, 0.1, "input_pipeline_stall", 2),
+    # steps wait on data; the dataset is three times the RAM the page cache can use
+    "dataset_exceeds_page_cache": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.8, "dataloader_wait_frac": 0.5},
+                                   "dataset_over_page_cache", 3.0, 0.3, "storage_io_bottleneck", 2),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
