@@ -283,7 +283,7 @@ def decode_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, batch: float, ctx: 
 # Signals the ceilings read: with the model and the GPU known they count through a ceiling, baseline or not.
 CEILING_INPUTS = {"requests_running", "requests_waiting", "prompt_tokens_mean", "output_tokens_mean",
                   "output_tokens_per_s", "request_rate_rps", "prefix_cache_hit_rate", "prompt_tokens_per_s",
-                  "step_time_s", "comm_time_frac", "nccl_busbw_gb_per_s"}
+                  "step_time_s", "comm_time_frac", "nccl_busbw_gb_per_s", "kv_cache_capacity_tokens"}
 
 
 def prefill_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, observed: float | None) -> Ceiling:
@@ -427,12 +427,26 @@ def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
         warnings.append(f"prefill_tokens_per_s skipped: no citable 16-bit tensor peak for {gpu.title}")
     else:
         out.append(prefill_ceiling(m, gpu, gpus, prefill_obs))
-    if m.kv_bytes_per_token is not None and m.weight_bytes is not None:
+    if m.kv_bytes_per_token is not None and m.weight_bytes is not None and "kv_cache_capacity_tokens" not in signals:
         util = _opt(context, "gpu_memory_utilization") or 0.9
-        in_use = batch * ctx if batch is not None and ctx is not None else None
-        cap = kv_capacity_ceiling(m, gpu, gpus, util, in_use)
+        cap = kv_capacity_ceiling(m, gpu, gpus, util, _kv_in_use(signals))
         (warnings.append(cap) if isinstance(cap, str) else out.append(cap))
     return out
+
+
+def _kv_in_use(signals: dict) -> float | None:
+    """Tokens the running batch holds: each running request its prompt and, on average, half its output."""
+    batch = _signal(signals, "requests_running")
+    prompt, output = _signal(signals, "prompt_tokens_mean"), _signal(signals, "output_tokens_mean")
+    return batch * (prompt + output / 2) if None not in (batch, prompt, output) else None
+
+
+def reported_kv_capacity_ceiling(pool: float, observed: float | None) -> Ceiling:
+    """The KV pool the engine reports at start-up; it beats the estimate from HBM and weights, which cannot see
+    a hybrid model's state pages, activation reserves or other tenants' memory."""
+    return Ceiling("kv_capacity_tokens", "KV-cache capacity per replica (as the engine reports it)", pool, "tokens",
+                   f"kv_cache_capacity_tokens = {_f(pool)} tokens (the engine's start-up report)",
+                   {"kv_cache_capacity_tokens": pool}, observed, _fraction(observed, pool))
 
 
 def _training(m, gpu, context, signals, warnings) -> list[Ceiling]:
@@ -520,6 +534,8 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
             out.extend(_training(m, gpu, context, signals, warnings))
     elif gpu is not None and m is not None and (serving or training):
         warnings.append("throughput ceilings skipped: missing model params_b")
+    if serving and signals.get("kv_cache_capacity_tokens") is not None:
+        out.append(reported_kv_capacity_ceiling(_signal(signals, "kv_cache_capacity_tokens"), _kv_in_use(signals)))
     if context.get("max_num_seqs") is not None:
         out.append(batch_cap_ceiling(_pos(context["max_num_seqs"], "max_num_seqs"),
                                      _signal(signals, "requests_running", how="max")))

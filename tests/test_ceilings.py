@@ -188,6 +188,20 @@ def test_70b_does_not_fit_one_gpu():
     assert any(w.startswith("kv_capacity_tokens skipped: weights 140 GB exceed usable memory") for w in warnings)
 
 
+def test_the_reported_kv_pool_replaces_the_estimate():
+    """A pool the engine reports at start-up wins over the HBM estimate (which cannot see a hybrid model's state
+    pages or another tenant's memory) and needs neither the GPU nor the model: 32 seqs * (1000 + 200/2) tokens
+    = 35,200 tokens in a reported 40,000-token pool is 0.88 of it, against 0.56 of the 62,634 the 13B on an
+    H100 would leave."""
+    sig = {"requests_running": 32, "prompt_tokens_mean": 1000, "output_tokens_mean": 200, "kv_cache_capacity_tokens": 40_000}
+    for ctx in ({"gpu": H100, "model": MODEL_13B}, {}):
+        c, _ = compute_ceilings(ctx, sig)
+        k = [x for x in c if x.id == "kv_capacity_tokens"]
+        assert len(k) == 1 and k[0].value == 40_000 and k[0].observed == 35_200
+        assert k[0].fraction_of_ceiling == pytest.approx(0.88)
+        assert "start-up report" in k[0].formula
+
+
 def test_scalars_are_per_replica_and_mappings_averaged():
     """A scalar serving signal is what one engine's /metrics shows; a {replica: value} mapping is averaged."""
     ctx = {"gpu": H100, "model": MODEL_13B, "replicas": 2}
