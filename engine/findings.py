@@ -76,6 +76,9 @@ def _evaluate(kb, snap, sid, signal, finding):
         if obs is None:
             break
         obs = _apply_condition(kb, snap, cond, obs)
+    if obs is not None and obs.present is False and finding.rule.absent_unknown:
+        obs = Observation(obs.finding, obs.signal, None, f"{obs.detail}; its absence is not counted (it does not rule "
+                          "its causes out)")
     return obs
 
 

@@ -85,7 +85,7 @@ class PartsShare(Entry):
     below: float
 
 
-NOT_TESTS = {"aggregate", "when", "unless_changed", "complement", "only_without_baseline"}
+NOT_TESTS = {"aggregate", "when", "unless_changed", "complement", "only_without_baseline", "absent_unknown"}
 
 
 class Rule(Entry):
@@ -113,6 +113,9 @@ class Rule(Entry):
     # a state that stands in for a missing comparison: read only when the signal has no baseline (with one,
     # the ratio finding says what changed, and the state would count the same evidence twice)
     only_without_baseline: bool | None = None
+    # the finding's absence says nothing about its causes (few fully cold turns do not rule out partial misses):
+    # a value short of the bound leaves it unknown rather than absent
+    absent_unknown: bool | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self):

@@ -795,6 +795,41 @@ READINGS = {
     # steps wait on data; the dataset is three times the RAM the page cache can use
     "dataset_exceeds_page_cache": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.8, "dataloader_wait_frac": 0.5},
                                    "dataset_over_page_cache", 3.0, 0.3, "storage_io_bottleneck", 2),
+    # steps tripled; a batch one notch smaller ran at the old speed
+    "footprint_cut_restored_speed": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 3.0},
+                                     "footprint_cut_restores", True, False, "memory_pressure", 2),
+    # the TTFT tail grew with the KV cache at 90%; three times the served prompt tokens were prefilled
+    "prompts_prefilled_again": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                {"ttft_p99_s": 1.0}, {"ttft_p99_s": 6.0, "kv_cache_usage": 0.9},
+                                "prefill_recompute_ratio", 3.0, 0.9, "kv_cache_exhaustion", 2),
+    # steps took 3.5x as long once gradient accumulation went from 1 to 4 micro-batches
+    "grad_accum_up": ({"workload": "training", "nodes": 2, "gpus_per_node": 8}, None, {"step_time_s": 1.0, "grad_accum_steps": 1},
+                      {"step_time_s": 3.5}, "grad_accum_steps", 4, 1, "training_config_regression", 2),
+    # ITL rose sevenfold; decoding runs 8x slower while prefills share the engine
+    "decode_slowed_by_prefills": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                  {"itl_p50_s": 0.03}, {"itl_p50_s": 0.2}, "decode_interference_ratio", 8, 1.0,
+                                  "prefill_compute_bound", 1.5),
+    # ITL rose 2.5x; every request now asks for JSON-schema output
+    "structured_output_heavy": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                {"itl_p50_s": 0.02}, {"itl_p50_s": 0.05}, "structured_output_frac", 1.0, 0.0,
+                                "host_cpu_bottleneck", 1.5),
+    # ITL rose with the GPU under half busy; the step copies scalars to the host hundreds of times
+    "host_syncs_in_step": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                           {"itl_p50_s": 0.02}, {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.4}}, "host_syncs_per_step", 500, 1,
+                           "host_cpu_bottleneck", 2),
+    # disaggregated TTFT grew tenfold while the transfer itself takes 50 ms; requests wait 4 s around it
+    "kv_handoff_wait_long": ({"workload": "inference", "engine": "sglang", "pd_disaggregation": True}, None, {"ttft_p50_s": 0.5},
+                             {"ttft_p50_s": 5.0, "kv_transfer_time_p50_s": 0.05}, "kv_handoff_wait_s", 4.0, 0.01,
+                             "kv_transfer_bottleneck", 1.5),
+    # four PCIe GPUs, steps slowed; GPU-to-GPU copies run at 3 GB/s
+    "p2p_copy_bw_low": ({"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "L40S"}, None, {"step_time_s": 1.0},
+                        {"step_time_s": 1.6}, "p2p_copy_bw_gb_per_s", {"node0": 3.0}, {"node0": 22.0}, "pcie_link_degradation", 2),
+    # the same, with lspci showing ACS redirect on the bridges
+    "acs_redirect_on": ({"workload": "training", "nodes": 1, "gpus_per_node": 4, "gpu": "L40S"}, None, {"step_time_s": 1.0},
+                        {"step_time_s": 1.6}, "pcie_acs_redirect", True, False, "pcie_link_degradation", 2),
+    # a 4-node job's steps take 9x as long and its collectives time out
+    "collective_hangs": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0}, {"step_time_s": 9.0},
+                         "collective_timeouts", 3, 0, "gpu_hardware_fault", 1.5),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
@@ -896,3 +931,20 @@ def test_waiting_inside_collectives_points_at_a_straggler_not_the_wire(engine):
         assert _p(waiting, straggler) > 1.5 * _p(moving, straggler)
     for wire in ("rdma_network_degradation", "gpudirect_rdma_disabled"):
         assert _p(moving, wire) > 1.1 * _p(waiting, wire)
+
+
+def test_few_fully_cold_turns_do_not_clear_the_prefix_cache(engine):
+    """No follow-up turn missing the prefix cache entirely leaves the finding unknown, not absent: turns that keep
+    part of their prefix (a timestamp half-way down the system prompt) still re-prefill the rest."""
+    context = {"workload": "inference", "engine": "vllm"}
+    base, now = {"ttft_p50_s": 0.5, "prefix_cache_hit_rate": 0.85}, {"ttft_p50_s": 2.0, "prefix_cache_hit_rate": 0.8}
+    none = _diagnose(engine, context, base, {**now, "cold_turn_frac": 0.0})
+    obs = none.observations["cold_turns_frequent"]
+    assert obs.present is None and "absence is not counted" in obs.detail
+    assert "cold_turns_frequent" not in engine.evidence(none.observations)
+    unread = _diagnose(engine, context, base, now)
+    assert _p(none, "prefix_cache_degradation") == pytest.approx(_p(unread, "prefix_cache_degradation"))
+    # one turn in four re-prefilling the whole conversation, behind an 80% cumulative hit rate
+    some = _diagnose(engine, context, base, {**now, "cold_turn_frac": 0.25})
+    assert some.hypotheses[0].id == "prefix_cache_degradation"
+    assert _p(some, "prefix_cache_degradation") > 1.3 * _p(unread, "prefix_cache_degradation")
