@@ -4,8 +4,8 @@ import re
 
 from perfdoctor.errors import InputError
 
-from . import (bench_serving, engine_log, ib_write_bw, iostat, kineto, metrics_dump, nccl_tests, nvidia_smi, nvidia_smi_dmon,
-               nvidia_smi_table, nvidia_smi_topo)
+from . import (bench_serving, engine_log, ib_write_bw, iostat, kineto, metrics_dump, nccl_log, nccl_tests, nvidia_smi,
+               nvidia_smi_dmon, nvidia_smi_table, nvidia_smi_topo)
 from .common import Artifact
 
 # (kind, detect, parse) in detection order: an explicit list, no discovery.
@@ -22,6 +22,7 @@ PARSERS = [
     ("engine_log", engine_log.detect, engine_log.parse),
     ("bench_serving", bench_serving.detect, bench_serving.parse),
     ("metrics_dump", metrics_dump.detect, metrics_dump.parse),
+    ("nccl_log", nccl_log.detect, nccl_log.parse),   # last: other logs carry NCCL lines too
 ]
 KINDS = [k for k, _, _ in PARSERS]
 

@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from datetime import datetime
 
-from .common import Artifact, fail, mean
+from .common import Artifact, add_env_overrides, fail, mean
 
 _PCT = r"([\d.]+)%"
 _VLLM_STATS = re.compile(
@@ -42,7 +42,16 @@ _SETTINGS = [  # (pattern, key, value from the match)
     (re.compile(r"\bmax_num_seqs[=:] ?(\d+)"), "max_num_seqs", lambda m: int(m[1])),
     (re.compile(r"\bmax_running_requests[=:] ?(\d+)"), "max_num_seqs", lambda m: int(m[1])),
     (re.compile(r"\bmodel(?:_path)?='([^']+)'"), "model_name", lambda m: m[1]),
+    # the language model's attention backend (not a vision encoder's "for vit attention" line): the launch flag,
+    # then the selection line of vLLM V1 ("Using AttentionBackendEnum.X backend", "Using X attention backend out
+    # of ..."), older vLLM ("Using Flash Attention backend", "Using XFormers backend") and SGLang's server args
+    (re.compile(r"'attention_backend': '(\w+)'|\battention_backend='(\w+)'"), "attention_backend", lambda m: _backend(m[1] or m[2])),
+    (re.compile(r"Using AttentionBackendEnum\.(\w+) backend\.|Using (\w+) attention backend out of"), "attention_backend",
+     lambda m: _backend(m[1] or m[2])),
+    (re.compile(r"Using ([A-Za-z][\w ]*?) backend(?: on V1 engine)?\.?\s*$"), "attention_backend", lambda m: _backend(m[1])),
 ]
+# a hybrid model's recurrent state shares the KV pool: vLLM sizes attention pages to the mamba page
+_MAMBA_STATE = re.compile(r"mamba page size|Mamba cache mode is set")
 _FLAGS = [  # engine settings that are signals: (pattern, signal, value)
     (re.compile(r"\benable_prefix_caching[=:] ?(True|False)"), "prefix_caching", lambda m: m[1] == "True"),
     (re.compile(r"\bdisable_radix_cache=(True|False)"), "prefix_caching", lambda m: m[1] == "False"),
@@ -56,6 +65,12 @@ _FLAGS = [  # engine settings that are signals: (pattern, signal, value)
 # the engine refused its custom all-reduce at start-up (PCIe-only GPUs, no P2P): this wins over the flag
 _CUSTOM_AR_REFUSED = re.compile(r"Custom allreduce is disabled")
 _KV_TOKENS = [re.compile(r"GPU KV cache size: ([\d,]+) tokens"), re.compile(r"\bmax_total_num_tokens=(\d+)")]
+
+
+def _backend(name: str) -> str:
+    """One spelling per backend across versions: 'Flash Attention', 'FLASH_ATTN' -> flashattn."""
+    flat = re.sub(r"[^a-z0-9]", "", name.lower())
+    return {"flashattention": "flashattn"}.get(flat, flat)
 
 
 def detect(text: str) -> bool:
@@ -168,6 +183,8 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
                     flags.setdefault(key, value(s))
             if _CUSTOM_AR_REFUSED.search(line):
                 flags["custom_allreduce"] = False
+            if _MAMBA_STATE.search(line):
+                flags["hybrid_kv_cache"] = ["mamba_state"]
             for pattern in _KV_TOKENS:
                 if s := pattern.search(line):
                     kv_tokens[_engine(line)] = int(s[1].replace(",", ""))
@@ -183,8 +200,10 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
     else:
         fail(where, n or 1, "status line", "no vLLM 'Avg prompt throughput ... Running' or SGLang 'Decode batch' "
              "status lines: not an engine log?")
-    return Artifact("engine_log", _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes) |
-                    _preemption(preempt_lines, preempt_total, retracted, sglang, times, notes), ctx, notes)
+    signals = _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes)
+    add_env_overrides(text.splitlines(), signals, notes)
+    return Artifact("engine_log", signals | _preemption(preempt_lines, preempt_total, retracted, sglang, times, notes),
+                    ctx, notes)
 
 
 def _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes) -> dict:

@@ -92,8 +92,15 @@ def add_artifact(kb: KB, base: Snapshot, spec: str, part: str = "current", split
     """Merge one tool output into `base` (current, or baseline); two benchmark runs' load settings give the
     offered-load ratio unless it is already known."""
     merge(kb, base, artifact_snapshot(kb, spec, part, split), spec)
-    if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(base.context.get("tools", {}))):
+    tools = base.context.get("tools", {})
+    if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(tools)):
         base.current["offered_load_ratio"] = ratio
+    before, now = ({c["attention_backend"] for name, c in tools.items() if "attention_backend" in c
+                    and name.startswith("baseline/") is side} for side in (True, False))
+    if "op_backend_changed" not in base.current and len(before) == len(now) == 1 and before != now:
+        base.current["op_backend_changed"] = True
+        base.warnings.append(f"op_backend_changed: the server logs name the attention backend {before.pop()} before "
+                             f"and {now.pop()} now")
     return base
 
 

@@ -7,7 +7,7 @@ lines when present, else from "Using network ...".
 import re
 from collections import Counter
 
-from .common import Artifact, fail, mean, strip_mpi
+from .common import Artifact, add_env_overrides, fail, mean, strip_mpi
 
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s")
 _VIA = re.compile(r"NCCL INFO Channel \d+/\d+ : .* via (\S.*?)\s*$")
@@ -31,28 +31,17 @@ def detect(text: str) -> bool:
 def parse(text: str, where: str) -> Artifact:
     cols, rows, tables, avg_line = None, [], 0, None
     ctx, notes = {}, []
-    via, using, gdr_lines, nodes, devices = Counter(), Counter(), [], set(), []
-    n, ofi = 0, False
+    nodes, devices = set(), []
+    n = 0
     for n, raw in enumerate(text.splitlines(), 1):
         line = strip_mpi(raw).rstrip()
         if re.match(r"^#\s+size\s+count\s", line):
             cols, rows, tables = line.lstrip("#").split(), [], tables + 1
             continue
-        if m := re.search(r"NCCL version (\d+\.\d+\.\d+)(?:\+cuda([\d.]+))?", line):
-            ctx["nccl"] = m.group(1)
-            if m.group(2):
-                ctx["nccl_cuda"] = m.group(2)
         if m := re.match(r"^#\s+Rank\s+\d+ .*? on (\S+) device\s+\d+ \[[^\]]*\]\s+(.+)$", line):
             devices.append((m.group(1), m.group(2).strip()))
         if m := re.search(r"# Avg bus bandwidth\s*:\s*([\d.]+)", line):
             avg_line = float(m.group(1))
-        if m := _VIA.search(line):
-            via[m.group(1)] += 1
-        if m := re.search(r"NCCL INFO Using network (.+?)\s*$", line):
-            using[m.group(1)] += 1
-        ofi = ofi or "NET/OFI" in line
-        if m := re.search(r"GPU Direct RDMA (Enabled|Disabled)", line):
-            gdr_lines.append(m.group(1) == "Enabled")
         if m := re.search(r"nNodes (\d+)", line):
             nodes.add(int(m.group(1)))
         if cols and _ROW.match(line):
@@ -79,8 +68,29 @@ def parse(text: str, where: str) -> Artifact:
         notes.append(f"{tables} results tables in the file; the last one is used")
     notes.append(f"busbw {signals['nccl_busbw_gb_per_s']:.2f} GB/s = mean out-of-place busbw of the {len(top)} largest "
                  f"sizes; the tool's 'Avg bus bandwidth' {avg_line:g} averages all sizes")
-    _transport(via, using, ofi, gdr_lines, signals, ctx, notes)
+    read_nccl_info(text.splitlines(), signals, ctx, notes)
     return Artifact("nccl_tests", signals, ctx, notes)
+
+
+def read_nccl_info(lines, signals: dict, ctx: dict, notes: list):
+    """What NCCL_DEBUG=INFO lines say: the version, the transport, GPUDirect RDMA and the environment's settings."""
+    via, using, gdr_lines, ofi = Counter(), Counter(), [], False
+    for raw in lines:
+        line = strip_mpi(raw).rstrip()
+        if "nccl" not in ctx and (m := re.search(r"NCCL version (\d+\.\d+\.\d+)(?:\+cuda([\d.]+))?", line)):
+            ctx["nccl"] = m.group(1)
+            if m.group(2):
+                ctx["nccl_cuda"] = m.group(2)
+        if m := _VIA.search(line):
+            via[m.group(1)] += 1
+        if m := re.search(r"NCCL INFO Using network (.+?)\s*$", line):
+            using[m.group(1)] += 1
+        ofi = ofi or "NET/OFI" in line
+        if m := re.search(r"GPU Direct RDMA (Enabled|Disabled)", line):
+            gdr_lines.append(m.group(1) == "Enabled")
+    _transport(via, using, ofi, gdr_lines, signals, ctx, notes)
+    add_env_overrides(lines, signals, notes)
+
 
 
 def _transport(via, using, ofi, gdr_lines, signals, ctx, notes):

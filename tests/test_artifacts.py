@@ -55,7 +55,8 @@ def assert_points_at(err: InputError, path):
 
 def test_registry_is_explicit_and_complete():
     assert KINDS == ["nvidia_smi_q", "nvidia_smi_xml", "nvidia_smi_table", "nvidia_smi_dmon", "nvidia_smi_topo",
-                     "nccl_tests", "ib_write_bw", "iostat", "kineto", "engine_log", "bench_serving", "metrics_dump"]
+                     "nccl_tests", "ib_write_bw", "iostat", "kineto", "engine_log", "bench_serving", "metrics_dump",
+                     "nccl_log"]
     assert all(callable(d) and callable(p) for _, d, p in PARSERS)
 
 
@@ -384,6 +385,16 @@ def test_nccl_debug_info_socket_chosen_but_p2p_used():
     assert a.context["nodes"] == 1 and a.context["ranks"] == 4
     assert a.signals["nccl_busbw_gb_per_s"] == pytest.approx((175.93 + 186.67 + 193.70) / 3)
     assert any("Using network Socket" in n and "unused" in n for n in a.notes)
+
+
+def test_nccl_env_lines_say_what_the_environment_set():
+    """The log's one 'set by environment' line (NCCL_WORK_FIFO_DEPTH) proves the ENV lines are printed and none of
+    the P2P, SHM, IB, NIC or tuning variables was set: an empty list, with the unclassed variable named. A log
+    without such lines (the healthy 8xA100 run) says nothing about the environment."""
+    a = load("nccl-tests_allreduce_4xA100_nccl_debug_info_p2p.txt")
+    assert a.signals["nccl_env_overrides"] == []
+    assert any("NCCL_WORK_FIFO_DEPTH=4194304" in n for n in a.notes)
+    assert "nccl_env_overrides" not in load("nccl-tests_allreduce_8xA100_healthy.txt").signals
 
 
 def test_nccl_2080ti_low_busbw():

@@ -160,6 +160,32 @@ def test_baseline_artifact_fills_the_baseline(tmp_path):
     assert "waiting_up" in result.output
 
 
+def test_the_attention_backend_each_log_names():
+    """One spelling per backend across versions: SGLang's server args, vLLM 0.4's 'Using XFormers backend',
+    V1's 'Using Flash Attention backend on V1 engine'; a log that names none gives none."""
+    assert load_artifact(str(SG_STARTUP)).context["attention_backend"] == "flashinfer"
+    assert load_artifact(str(V0_PENDING)).context["attention_backend"] == "xformers"
+    assert load_artifact(str(V1_IDLE)).context["attention_backend"] == "flashattn"
+    assert "attention_backend" not in load_artifact(str(V0_SERIAL)).context
+
+
+def test_a_different_attention_backend_before_and_now_is_a_backend_change(tmp_path):
+    """The good state's log ran XFormers (vLLM 0.4.1) and the slow one Flash Attention (0.8.5): op_backend_changed,
+    named in the warnings. The same backend on both sides says nothing (other kernels may still differ)."""
+    out = tmp_path / "snap.yaml"
+    result = CliRunner().invoke(cli, ["snapshot", "--artifact", str(V1_IDLE), "--baseline-artifact", str(V0_PENDING),
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    snap = load_text(out.read_text(), str(out))
+    assert snap["current"]["op_backend_changed"] is True
+    result = CliRunner().invoke(cli, ["diagnose", "--artifact", str(V1_IDLE), "--baseline-artifact", str(V0_PENDING),
+                                      "--format", "json"])
+    assert "attention backend xformers before and flashattn now" in result.output
+    result = CliRunner().invoke(cli, ["snapshot", "--artifact", str(V0_PENDING), "--baseline-artifact", str(V0_PENDING),
+                                      "-o", str(out)])
+    assert "op_backend_changed" not in load_text(out.read_text(), str(out))["current"]
+
+
 def test_split_one_log_into_the_good_and_the_slow_state(tmp_path):
     """The V1 log's first three status lines (05:30:59-05:31:19) are the baseline, the rest the current state."""
     out = tmp_path / "snap.yaml"
