@@ -830,6 +830,42 @@ READINGS = {
     # a 4-node job's steps take 9x as long and its collectives time out
     "collective_hangs": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0}, {"step_time_s": 9.0},
                          "collective_timeouts", 3, 0, "gpu_hardware_fault", 1.5),
+    # steps quadrupled with the GPU full; the Windows driver's sysmem fallback is on, so nothing fails
+    "sysmem_fallback_allowed": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 4.0, "fb_used_frac": {"gpu0": 0.98}},
+                                "sysmem_fallback", ["driver_fallback"], ["no_fallback"], "memory_pressure", 1.2),
+    # the GPU is nearly full and 45% of the allocator's reserved pool is unused
+    "allocator_pool_fragmented": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.6, "fb_used_frac": {"gpu0": 0.97}},
+                                  "allocator_unused_reserved_frac", {"rank0": 0.45}, {"rank0": 0.05}, "memory_pressure", 2),
+    # ITL rose after a scheduler change; a speculative step now costs three plain decode steps
+    "spec_step_costly": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, ["scheduler_config"], {"itl_p50_s": 0.02},
+                         {"itl_p50_s": 0.03}, "spec_step_cost_ratio", 3.0, 1.2, "speculative_decoding_regression", 2),
+    # TTFT tenfold for the user; the same request from a cloud shell in the same region is fast
+    "near_client_fast": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"ttft_p50_s": 0.3}, {"ttft_p50_s": 3.0},
+                         "near_client_restores", True, False, "client_network_latency", 2),
+    # a batch job's latency sixfold with the GPU at 20%; the worker hands the engine one prompt per call
+    "engine_fed_one_at_a_time": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"e2e_p50_s": 5},
+                                 {"e2e_p50_s": 30, "gpu_util": {"gpu0": 0.2}}, "engine_call_batch", 1, 64,
+                                 "batching_underutilization", 2),
+    # disaggregated TTFT sixfold; the KV transfer moves 0.5 GB/s
+    "kv_transfer_throughput_low": ({"workload": "inference", "engine": "sglang", "pd_disaggregation": True}, None,
+                                   {"ttft_p50_s": 0.5}, {"ttft_p50_s": 3.0}, "kv_transfer_gb_per_s", 0.5, 40,
+                                   "kv_transfer_bottleneck", 2),
+    # steps wait on data; the loader reads 16 KiB at a time
+    "small_random_reads": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.9, "dataloader_wait_frac": 0.5},
+                           "mean_read_kb", {"node0": 16}, {"node0": 1024}, "storage_io_bottleneck", 2),
+    # steps slowed; 40% of a rank's memory sits on the other socket
+    "memory_on_remote_numa": ({"workload": "training", "nodes": 1, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                              {"step_time_s": 1.3}, "numa_remote_mem_frac", {"rank0": 0.4}, {"rank0": 0.0},
+                              "numa_affinity_misconfig", 2),
+    # steps wait on data; other users' jobs take 70% of the host's CPU
+    "host_cpu_taken_by_others": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.8, "dataloader_wait_frac": 0.4},
+                                 "host_cpu_other_frac", {"node0": 0.7}, {"node0": 0.02}, "noisy_neighbor", 1.2),
+    # steps wait on data; py-spy shows the loader tokenizing and packing text on the fly
+    "hotspot_in_data_transform": (TRAINING_1, None, {"step_time_s": 0.4}, {"step_time_s": 0.8, "dataloader_wait_frac": 0.5},
+                                  "host_hotspot", ["data_transform"], ["kernel_launch"], "input_pipeline_stall", 2),
+    # the TTFT tail grew with a queue; arrivals peak at five times the mean rate
+    "bursty_arrivals": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None, {"ttft_p99_s": 1.0},
+                        {"ttft_p99_s": 5.0, "requests_waiting": 20}, "request_burstiness", 5, 1.0, "load_surge", 1.5),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},

@@ -100,9 +100,10 @@ def test_id_must_match_file_name(kb_copy):
 
 def test_signal_without_probe_and_unknown_retest(kb_copy):
     probes = kb_copy / "probes.yaml"
-    probes.write_text(probes.read_text().replace("fills: [client_rtt_ms]", "fills: [client_rtt_msec]"))
+    probes.write_text(probes.read_text().replace("fills: [near_client_restores, client_rtt_ms]",
+                                                       "fills: [near_client_restores, client_rtt_msec]"))
     msgs = _messages(kb_copy)
-    assert "kb/probes.yaml: client_rtt: fills[0]: unknown signal 'client_rtt_msec'" in msgs
+    assert "kb/probes.yaml: client_rtt: fills[1]: unknown signal 'client_rtt_msec'" in msgs
     assert "kb/signals/service.yaml: client_rtt_ms: no probe fills this signal" in msgs
 
 
