@@ -12,7 +12,8 @@ import re
 from collections import defaultdict
 from datetime import datetime
 
-from .common import Artifact, add_env_overrides, fail, mean
+from .common import Artifact, fail, mean
+from .nccl_tests import read_nccl_info
 
 _PCT = r"([\d.]+)%"
 _VLLM_STATS = re.compile(
@@ -39,7 +40,7 @@ _SETTINGS = [  # (pattern, key, value from the match)
     (re.compile(r"\bsglang(?:==| version:? )v?(\d+\.\d+\S*)"), "sglang", lambda m: m[1].rstrip(",")),
     (re.compile(r"\btensor_parallel_size=(\d+)"), "tp", lambda m: int(m[1])),
     (re.compile(r"\btp_size=(\d+)"), "tp", lambda m: int(m[1])),
-    (re.compile(r"\bmax_num_seqs[=:] ?(\d+)"), "max_num_seqs", lambda m: int(m[1])),
+    (re.compile(r"\bmax_num_seqs'?[=:] ?(\d+)"), "max_num_seqs", lambda m: int(m[1])),   # also the non-default args dict
     (re.compile(r"\bmax_running_requests[=:] ?(\d+)"), "max_num_seqs", lambda m: int(m[1])),
     (re.compile(r"\bmodel(?:_path)?='([^']+)'"), "model_name", lambda m: m[1]),
     # the language model's attention backend (not a vision encoder's "for vit attention" line): the launch flag,
@@ -201,7 +202,7 @@ def parse(text: str, where: str, split=None, part: str = "current") -> Artifact:
         fail(where, n or 1, "status line", "no vLLM 'Avg prompt throughput ... Running' or SGLang 'Decode batch' "
              "status lines: not an engine log?")
     signals = _signals(rows, prefill, graphs, flags, kv_tokens, spec, notes)
-    add_env_overrides(text.splitlines(), signals, notes)
+    read_nccl_info(text.splitlines(), signals, ctx, notes)   # NCCL_DEBUG=INFO lines of the TP workers
     return Artifact("engine_log", signals | _preemption(preempt_lines, preempt_total, retracted, sglang, times, notes),
                     ctx, notes)
 

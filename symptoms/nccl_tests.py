@@ -10,7 +10,7 @@ from collections import Counter
 from .common import Artifact, add_env_overrides, fail, mean, strip_mpi
 
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s")
-_VIA = re.compile(r"NCCL INFO Channel \d+/\d+ : .* via (\S.*?)\s*$")
+_VIA = re.compile(r"NCCL INFO Channel \d+(?:/\d+)? : .* via (\S.*?)\s*$")   # "Channel 00/0 :" or "Channel 00 :"
 _NET_NAMES = {"ib": "NET/IB", "socket": "NET/Socket"}
 TOP_SIZES = 3
 

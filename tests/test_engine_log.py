@@ -1,4 +1,5 @@
 """vLLM / SGLang server logs: real excerpts from public issues (tests/fixtures/engine_logs/SOURCES.md)."""
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ V1_WAITING = LOGS / "vllm_v1_0.10.1.1_qwen2_7b_a100_tp2_waiting.log"
 V1_IDLE = LOGS / "vllm_v1_0.8.5.post1_deepseek_r1_14b_startup_idle.log"
 V0_SERIAL = LOGS / "vllm_v0_unknown_t4_mistral7b_gptq_serial.log"
 SG_STARTUP = LOGS / "sglang_0.4.3.post4_qwq32b_4xl4_tp4_startup.log"
+P2P_OFF = LOGS / "vllm_0.23_tp2_5060ti_p2p_off.log"
+P2P_ON = LOGS / "vllm_0.23_tp2_5060ti_p2p_on.log"
 
 
 @pytest.mark.parametrize("path", sorted(LOGS.glob("*.log")), ids=lambda p: p.name)
@@ -184,6 +187,32 @@ def test_a_different_attention_backend_before_and_now_is_a_backend_change(tmp_pa
     result = CliRunner().invoke(cli, ["snapshot", "--artifact", str(V0_PENDING), "--baseline-artifact", str(V0_PENDING),
                                       "-o", str(out)])
     assert "op_backend_changed" not in load_text(out.read_text(), str(out))["current"]
+
+
+def test_nccl_lines_inside_a_vllm_log_say_p2p_was_switched_off():
+    """vLLM 0.23 with TP=2 and NCCL_DEBUG=INFO: the off run's workers log NCCL_P2P_DISABLE set by the environment
+    and channels via SHM; the on run only NCCL_CUMEM_ENABLE (named, not classed) and channels via P2P/CUMEM.
+    Both name the hybrid model's mamba pages, the TRITON_ATTN backend, the KV pool and the batch cap of 1."""
+    off, on = load_artifact(str(P2P_OFF)), load_artifact(str(P2P_ON))
+    assert off.signals["nccl_env_overrides"] == ["p2p_off"] and off.signals["nccl_transport"] == "SHM"
+    assert on.signals["nccl_env_overrides"] == [] and on.signals["nccl_transport"] == "P2P/IPC"
+    assert any("NCCL_CUMEM_ENABLE=1" in n for n in on.notes)
+    for art, pool in ((off, 97684), (on, 96447)):
+        assert art.signals["hybrid_kv_cache"] == ["mamba_state"]
+        assert art.signals["kv_cache_capacity_tokens"] == {"engine0": pool}
+        assert art.signals["custom_allreduce"] is False
+        assert art.context["attention_backend"] == "tritonattn" and art.context["vllm"] == "0.23.0"
+        assert art.context["tp"] == 2 and art.context["max_num_seqs"] == 1 and art.context["nccl"] == "2.28.9"
+
+
+def test_the_p2p_off_log_against_the_p2p_on_log_points_at_the_gpu_link():
+    """The on run as the baseline, the off run as the current state: P2P switched off by the environment ranks a
+    PCIe or NVLink cause above a version regression (nothing was upgraded: same image, same flags)."""
+    result = CliRunner().invoke(cli, ["diagnose", "--artifact", str(P2P_OFF), "--baseline-artifact", str(P2P_ON),
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    d = json.loads(result.output)
+    assert d["hypotheses"][0]["id"] in ("pcie_link_degradation", "nvlink_degradation", "tensor_parallel_comm")
 
 
 def test_split_one_log_into_the_good_and_the_slow_state(tmp_path):
