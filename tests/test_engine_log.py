@@ -215,6 +215,21 @@ def test_the_p2p_off_log_against_the_p2p_on_log_points_at_the_gpu_link():
     assert d["hypotheses"][0]["id"] in ("pcie_link_degradation", "nvlink_degradation", "tensor_parallel_comm")
 
 
+def test_the_nccl_lines_alone_are_an_nccl_log(tmp_path):
+    """A rank's output with NCCL_DEBUG=INFO but no engine status lines (here the NCCL lines of the P2P-off log, as
+    a training rank would print them) is kind nccl_log: transport, environment settings and NCCL version."""
+    lines = [l for l in P2P_OFF.read_text().splitlines() if " NCCL INFO " in l]
+    path = tmp_path / "rank0.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert detect_kind(path.read_text()) == "nccl_log"
+    art = load_artifact(str(path))
+    assert art.signals == {"nccl_transport": "SHM", "nccl_env_overrides": ["p2p_off"]}
+    assert art.context["nccl"] == "2.28.9" and art.context["nccl_intra_transport"] == "SHM/direct"
+    (tmp_path / "quiet.log").write_text("host:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
+    with pytest.raises(Exception, match="NCCL_DEBUG_SUBSYS=INIT,ENV,NET"):
+        load_artifact(str(tmp_path / "quiet.log"))
+
+
 def test_split_one_log_into_the_good_and_the_slow_state(tmp_path):
     """The V1 log's first three status lines (05:30:59-05:31:19) are the baseline, the rest the current state."""
     out = tmp_path / "snap.yaml"
