@@ -866,6 +866,32 @@ READINGS = {
     # the TTFT tail grew with a queue; arrivals peak at five times the mean rate
     "bursty_arrivals": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None, {"ttft_p99_s": 1.0},
                         {"ttft_p99_s": 5.0, "requests_waiting": 20}, "request_burstiness", 5, 1.0, "load_surge", 1.5),
+    # TTFT tripled; the median prompt went from 800 to 2000 tokens
+    "prompt_p50_up": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                      {"ttft_p50_s": 0.5, "prompt_tokens_p50": 800}, {"ttft_p50_s": 1.5}, "prompt_tokens_p50", 2000, 800,
+                      "prompt_length_growth", 2),
+    # the TTFT tail grew eightfold; prompts have a 30k-token P99 over a 500-token median
+    "prompt_lengths_skewed": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                              {"ttft_p99_s": 1.0}, {"ttft_p99_s": 8.0, "prompt_tokens_p99": 30000}, "prompt_tokens_p50", 500,
+                              8000, "head_of_line_blocking", 1.5),
+    # the TTFT tail grew eightfold; one long prefill holds the whole budget in 60% of the steps
+    "long_prefill_holds_budget": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                  {"ttft_p99_s": 1.0}, {"ttft_p99_s": 8.0}, "long_prefill_hold_frac", 0.6, 0.02,
+                                  "head_of_line_blocking", 2),
+    # the ITL tail grew; a smaller prefill budget fixed ITL only by making TTFT worse
+    "prefill_budget_tradeoff": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                {"itl_p99_s": 0.05}, {"itl_p99_s": 0.5}, "prefill_budget_effect", "tradeoff", "no_effect",
+                                "prefill_compute_bound", 2),
+    # the TTFT tail grew; another prefill budget fixed it at no cost
+    "prefill_budget_free_gain": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                 {"ttft_p99_s": 1.0}, {"ttft_p99_s": 8.0}, "prefill_budget_effect", "free_gain", "no_effect",
+                                 "head_of_line_blocking", 2),
+    # throughput halved; llama.cpp on the same GPU and load runs at the expected speed
+    "other_engine_fast": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"output_tokens_per_s": 60},
+                          {"output_tokens_per_s": 30}, "other_engine_same_load", True, False, "software_version_regression", 1.5),
+    # steps tripled; stack samples show the main thread blocked in file reads
+    "stalls_in_file_io": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 3.0}, "stall_site", "file_io", "host_code",
+                          "storage_io_bottleneck", 2),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
