@@ -95,12 +95,8 @@ def add_artifact(kb: KB, base: Snapshot, spec: str, part: str = "current", split
     tools = base.context.get("tools", {})
     if "offered_load_ratio" not in base.current and (ratio := _offered_load_ratio(tools)):
         base.current["offered_load_ratio"] = ratio
-    before, now = ({c["attention_backend"] for name, c in tools.items() if "attention_backend" in c
-                    and name.startswith("baseline/") is side} for side in (True, False))
-    if "op_backend_changed" not in base.current and len(before) == len(now) == 1 and before != now:
-        base.current["op_backend_changed"] = True
-        base.warnings.append(f"op_backend_changed: the server logs name the attention backend {before.pop()} before "
-                             f"and {now.pop()} now")
+    _derive(base, "op_slowdown_spread", kernel_spread(tools))
+    _derive(base, "op_backend_changed", _backend_changed(tools))
     return base
 
 
@@ -111,6 +107,60 @@ def _offered_load_ratio(tools: dict) -> float | None:
         before = [c[key] for name, c in tools.items() if name.startswith("baseline/") and key in c]
         if len(now) == len(before) == 1 and all(isinstance(v, (int, float)) and v > 0 for v in now + before):
             return now[0] / before[0]
+    return None
+
+
+def _derive(base: Snapshot, signal: str, result: tuple | None):
+    """Set, update or withdraw a reading computed from two tool outputs; a value given another way wins."""
+    if signal in base.current and signal not in base.derived:
+        return
+    if note := base.derived.pop(signal, None):
+        base.current.pop(signal, None)
+        base.warnings.remove(note)
+    if result is not None:
+        value, why = result
+        base.derived[signal] = note = f"{signal} {str(value).lower()}: {why}"
+        base.current[signal] = value
+        base.warnings.append(note)
+
+
+def _backend_changed(tools: dict) -> tuple[bool, str] | None:
+    """True when the server logs of the good and the slow state name different attention backends."""
+    before, now = ({c["attention_backend"] for name, c in tools.items() if "attention_backend" in c
+                    and name.startswith("baseline/") is side} for side in (True, False))
+    if len(before) == len(now) == 1 and before != now:
+        return True, f"the server logs name the attention backend {before.pop()} before and {now.pop()} now"
+    return None
+
+
+def _mean_map(maps: list[dict]) -> dict:
+    return {k: sum(m.get(k, 0.0) for m in maps) / len(maps) for m in maps for k in m}
+
+
+def kernel_spread(tools: dict) -> tuple[str, str] | None:
+    """few_ops or all_ops from the GPU time per step of each kernel in traces of the good and the slow state: a few
+    kernels carrying most of the added time (a kernel, algorithm or setting changed), or every kernel slower by about
+    the same factor (clocks, a fault, a neighbour). None when the kernels did not get slower or the growth is mixed."""
+    sides = [[c["kernel_us_per_step"] for name, c in tools.items() if "kernel_us_per_step" in c
+              and name.startswith("baseline/") is baseline] for baseline in (True, False)]
+    if not all(sides):
+        return None
+    base, now = (_mean_map(side) for side in sides)
+    total_before, total_now = sum(base.values()), sum(now.values())
+    if total_before <= 0 or total_now < 1.05 * total_before:
+        return None
+    factor = total_now / total_before
+    ratio = {k: now.get(k, 0.0) / v for k, v in base.items() if v > 0}
+    alike = sum(base[k] for k, r in ratio.items() if r >= 1.05 and abs(r / factor - 1) <= 0.15)
+    if alike >= 0.6 * total_before:
+        return "all_ops", f"kernels holding {alike / total_before:.0%} of the good state's GPU time all slowed about x{factor:.2f}"
+    added = total_now - total_before
+    growers = [k for k in set(base) | set(now) if now.get(k, 0.0) > factor * base.get(k, 0.0)]
+    grown = sum(now.get(k, 0.0) - base.get(k, 0.0) for k in growers)
+    held = sum(base.get(k, 0.0) for k in growers)
+    if grown >= 0.6 * added and held <= 0.5 * total_before:
+        return "few_ops", (f"{len(growers)} kernels holding {held / total_before:.0%} of the good state's GPU time carry "
+                           f"{grown / added:.0%} of the {added:,.0f} us added per step")
     return None
 
 

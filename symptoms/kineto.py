@@ -3,7 +3,8 @@
 Step windows are the CPU-side "ProfilerStep#N" spans. Within them: comm_time_frac = share covered by GPU
 kernels whose name contains "nccl" (union of intervals), gpu_idle_frac = share with no GPU kernel at all,
 dataloader_wait_frac = share covered by "enumerate(DataLoader)..." / "DataLoader..." spans. Entity "rank<N>",
-rank from distributedInfo.rank or the file name (rank-3, rank_3, rank3).
+rank from distributedInfo.rank or the file name (rank-3, rank_3, rank3). The context keeps the GPU time per step
+of the 40 busiest kernels, which a trace of the good state is compared with (op_slowdown_spread).
 """
 import json
 import os
@@ -18,6 +19,16 @@ _LOADER = re.compile(r"^(enumerate\(DataLoader\)|DataLoader)", re.I)
 def detect(text: str) -> bool:
     head = text[:4000].lstrip()
     return head.startswith("{") and '"traceEvents"' in text[:200000]
+
+
+def _kernel_time(kernels, steps: int, top: int = 40) -> dict:
+    """GPU time per step of the busiest kernels, by name (for a before/after comparison of two traces)."""
+    total = {}
+    for e in kernels:
+        name = str(e.get("name", ""))[:120]
+        total[name] = total.get(name, 0.0) + float(e["dur"])
+    busiest = sorted(total.items(), key=lambda kv: -kv[1])[:top]
+    return {name: round(us / steps, 3) for name, us in busiest}
 
 
 def _union(spans):
@@ -86,7 +97,7 @@ def parse(text: str, where: str) -> Artifact:
                      "outside the recorded steps): comm_time_frac is 0")
     if nccl:
         notes.append("comm_time_frac counts all NCCL kernel time, including any that overlaps compute")
-    ctx = {"rank": rank, "steps": len(steps)}
+    ctx = {"rank": rank, "steps": len(steps), "kernel_us_per_step": _kernel_time(kernels, len(steps))}
     for key in ("world_size", "backend", "nccl_version"):
         if key in dist:
             ctx[key] = dist[key]

@@ -44,6 +44,9 @@ class Snapshot:
     baseline: dict = field(default_factory=dict)
     current: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # readings computed from a tool output of the good state and one of the slow state (signal -> the note that
+    # explains it); recomputed as more outputs arrive, and never over a value given another way
+    derived: dict = field(default_factory=dict)
 
 
 def load_snapshot(path: str | Path, kb: KB) -> Snapshot:

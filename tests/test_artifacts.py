@@ -512,6 +512,36 @@ def test_kineto_real_hta_excerpt():
     assert a.signals["dataloader_wait_frac"] == {"rank0": 0.0}
 
 
+H200_TRACE = Path(__file__).resolve().parent / "fixtures" / "h200" / "kineto_1xH200_slow_dataloader_nccl_rank0.json.gz"
+
+
+def _slowed_copy(tmp_path, name, slower):
+    """The real H200 trace with each GPU kernel's duration multiplied by slower(kernel name) (the 'after' side)."""
+    doc = json.loads(gzip.decompress(H200_TRACE.read_bytes()))
+    for e in doc["traceEvents"]:
+        if isinstance(e, dict) and str(e.get("cat", "")).lower() == "kernel" and "dur" in e:
+            e["dur"] = e["dur"] * slower(str(e.get("name", "")))
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("slower, spread", [
+    (lambda name: 3.0 if "sgemm_largek" in name else 1.0, "few_ops"),   # one GEMM kernel three times slower
+    (lambda name: 1.3, "all_ops"),                                       # every kernel 30% slower (lower clocks)
+    (lambda name: 1.01, None),                                           # kernels unchanged: no reading
+])
+def test_a_trace_of_the_good_state_tells_one_slow_kernel_from_a_slow_gpu(tmp_path, slower, spread):
+    """Kernel GPU time per step in the real H200 trace (baseline) against a copy whose kernels were slowed."""
+    from perfdoctor.engine.rank import Engine
+    from perfdoctor.symptoms.evidence import gather
+    slow = _slowed_copy(tmp_path, "after.json", slower)
+    snap = gather(Engine.load().kb, artifacts=(str(slow),), baseline_artifacts=(str(H200_TRACE),))
+    assert snap.current.get("op_slowdown_spread") == spread
+    if spread:
+        assert any(w.startswith(f"op_slowdown_spread {spread}:") for w in snap.warnings)
+
+
 # ---------------------------------------------------------------- truncated and foreign input
 
 # fraction kept: 30 % everywhere, except the 2-GPU topo file whose first 30 % still holds the whole matrix
