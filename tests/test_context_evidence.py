@@ -892,6 +892,18 @@ READINGS = {
     # steps tripled; stack samples show the main thread blocked in file reads
     "stalls_in_file_io": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 3.0}, "stall_site", "file_io", "host_code",
                           "storage_io_bottleneck", 2),
+    # TTFT quadrupled as the prefix hit rate fell; the sessions' prefixes are evicted before their next turn
+    "prefix_evicted_early": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                             {"ttft_p50_s": 0.5, "prefix_cache_hit_rate": 0.8}, {"ttft_p50_s": 2.0, "prefix_cache_hit_rate": 0.5},
+                             "prefix_evicted_before_reuse", True, False, "prefix_cache_degradation", 1.4),
+    # the TTFT tail grew eightfold; shortest-first ordering of the same queue brought it back
+    "schedule_change_restored_latency": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                         {"ttft_p99_s": 1.0}, {"ttft_p99_s": 8.0}, "schedule_change_restores", True, False,
+                                         "head_of_line_blocking", 2),
+    # throughput halved; raising only max_num_seqs brought it back
+    "batch_cap_raise_restored_speed": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                       {"output_tokens_per_s": 2000}, {"output_tokens_per_s": 900}, "batch_cap_raise_restores",
+                                       True, False, "batching_underutilization", 2),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
