@@ -906,6 +906,36 @@ READINGS = {
     "batch_cap_raise_restored_speed": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
                                        {"output_tokens_per_s": 2000}, {"output_tokens_per_s": 900}, "batch_cap_raise_restores",
                                        True, False, "batching_underutilization", 2),
+    # TTFT P99 eightfold with a 2000-token mean: a few 12k-token prompts hold the engine, a 3k P99 does not
+    "some_prompts_long": (SERVING, None, {"ttft_p99_s": 0.5, "ttft_p50_s": 0.2},
+                          {"ttft_p99_s": 4.0, "ttft_p50_s": 0.22, "prompt_tokens_mean": 2000, "requests_running": 20},
+                          "prompt_tokens_p99", 12000, 3000, "head_of_line_blocking", 3),
+    # throughput down by two thirds; the trainer hands vLLM six prompts per call instead of the whole batch
+    "engine_fed_small_calls": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"output_tokens_per_s": 2000},
+                               {"output_tokens_per_s": 700, "gpu_util": {"gpu0": 0.4}}, "engine_call_batch", 6, 256,
+                               "batching_underutilization", 2),
+    # two GeForce cards under one PCIe switch with P2P off: both directions climb the switch's uplink to the CPU
+    "switch_pair_without_p2p": ({"workload": "training", "nodes": 1, "gpus_per_node": 2, "gpu": "RTX-4090"}, None,
+                                {"step_time_s": 1.0}, {"step_time_s": 1.5, "gpu_p2p_ok": False, "comm_time_frac": 0.4},
+                                "gpu_pair_paths", ["PIX"], ["NV4"], "pcie_link_degradation", 1.5),
+    # a new gateway in front; served throughput flat as the offered load doubles while the GPUs sit at 30%
+    "throughput_plateau_behind_gateway": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm",
+                                           "gateway": "envoy"}, ["request_path"], {},
+                                          {"e2e_p50_s": 2.0, "gpu_util": {"gpu0": 0.3}}, "load_scaling_gain", 1.0, 1.9,
+                                          "gateway_saturation", 1.5),
+    # steps 50% slower after the run left fp16 for fp32 matmuls; the same slowdown with fp16 kept does not say so
+    "precision_left_fp16": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None,
+                            {"step_time_s": 1.0, "compute_dtype": "fp16"}, {"step_time_s": 1.5},
+                            "compute_dtype", "fp32", "fp16", "training_config_regression", 3),
+    # eight requests wait while only 12 of 32 sequence slots run: KV blocks stop admission, not the cap
+    "running_below_cap_while_waiting": ({"workload": "inference", "gpus": 1, "engine": "vllm", "max_num_seqs": 32}, None,
+                                        {"ttft_p50_s": 0.3}, {"ttft_p50_s": 3.0, "requests_waiting": 8},
+                                        "requests_running", 12, 32, "kv_cache_exhaustion", 3),
+    # every HDR port trained to 100G: nothing stands out among peers, but all run at half the fabric's rate
+    "ib_port_rate_below_fabric": ({"workload": "training", "nodes": 4, "gpus_per_node": 8, "interconnect": "ib_hdr"}, None,
+                                  {"step_time_s": 1.0}, {"step_time_s": 1.6, "comm_time_frac": 0.5}, "ib_port_rate_gbit_per_s",
+                                  {"node0/mlx5_0": 100, "node1/mlx5_0": 100}, {"node0/mlx5_0": 200, "node1/mlx5_0": 200},
+                                  "rdma_network_degradation", 2),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
@@ -1024,3 +1054,16 @@ def test_few_fully_cold_turns_do_not_clear_the_prefix_cache(engine):
     some = _diagnose(engine, context, base, {**now, "cold_turn_frac": 0.25})
     assert some.hypotheses[0].id == "prefix_cache_degradation"
     assert _p(some, "prefix_cache_degradation") > 1.3 * _p(unread, "prefix_cache_degradation")
+
+
+def test_communication_time_spent_waiting_for_a_peer_is_not_a_slow_link(engine):
+    """NCCL kernels that wait for a late rank count as communication time: with most of it spent waiting
+    (collective_wait_frac >= 0.5) a high communication share says nothing about the links."""
+    ctx = {"workload": "training", "nodes": 4, "gpus_per_node": 8}
+    now = {"step_time_s": 1.6, "comm_time_frac": 0.6}
+    waiting = _diagnose(engine, ctx, {"step_time_s": 1.0}, {**now, "collective_wait_frac": 0.7})
+    moving = _diagnose(engine, ctx, {"step_time_s": 1.0}, {**now, "collective_wait_frac": 0.1})
+    assert waiting.observations["comm_share_high"].present is None
+    assert moving.observations["comm_share_high"].present is True
+    p = lambda d, c: next(h.probability for h in d.hypotheses if h.id == c)
+    assert p(waiting, "rdma_network_degradation") < p(moving, "rdma_network_degradation")
