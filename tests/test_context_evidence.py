@@ -1067,3 +1067,13 @@ def test_communication_time_spent_waiting_for_a_peer_is_not_a_slow_link(engine):
     assert moving.observations["comm_share_high"].present is True
     p = lambda d, c: next(h.probability for h in d.hypotheses if h.id == c)
     assert p(waiting, "rdma_network_degradation") < p(moving, "rdma_network_degradation")
+
+
+def test_a_prefill_budget_test_with_one_request_in_flight_is_not_read(engine):
+    """With one request running a prefill budget cannot trade TTFT against other requests' decode, so the
+    outcome of a budget sweep says nothing about scheduling order; with several running it does."""
+    base, now = {"ttft_p50_s": 1.0}, {"ttft_p50_s": 3.0, "prefill_budget_effect": "tradeoff"}
+    alone = _diagnose(engine, SERVING, base, {**now, "requests_running": 1})
+    shared = _diagnose(engine, SERVING, base, {**now, "requests_running": 24})
+    assert alone.observations["prefill_budget_tradeoff"].present is None
+    assert shared.observations["prefill_budget_tradeoff"].present is True
