@@ -936,6 +936,27 @@ READINGS = {
                                   {"step_time_s": 1.0}, {"step_time_s": 1.6, "comm_time_frac": 0.5}, "ib_port_rate_gbit_per_s",
                                   {"node0/mlx5_0": 100, "node1/mlx5_0": 100}, {"node0/mlx5_0": 200, "node1/mlx5_0": 200},
                                   "rdma_network_degradation", 2),
+    # TTFT quadrupled; 95% of each prompt repeats the conversation so far, yet the cache serves 30%
+    "prefix_hits_below_reuse": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                                {"ttft_p50_s": 0.5}, {"ttft_p50_s": 2.0, "prefix_cache_hit_rate": 0.3},
+                                "prompt_reuse_frac", 0.95, 0.3, "prefix_cache_degradation", 2),
+    # ITL up 50% after the deployment went from one GPU to TP=2
+    "tp_raised": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
+                  {"itl_p50_s": 0.02, "tp_size": 1}, {"itl_p50_s": 0.03}, "tp_size", 2, 1, "tensor_parallel_comm", 3),
+    # steps 50% slower after the run went from no pipeline to four stages
+    "pp_raised": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0, "pp_size": 1},
+                  {"step_time_s": 1.5}, "pp_size", 4, 1, "training_config_regression", 2),
+    # the same step runs 1.8x faster on synthetic batches than with the real loader
+    "synthetic_input_much_faster": ({"workload": "training", "nodes": 1, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                                    {"step_time_s": 1.5, "gpu_util": {"gpu0": 0.5}}, "synthetic_input_speedup", 1.8, 1.0,
+                                    "input_pipeline_stall", 3),
+    # the router sends the hottest expert three times the mean load; expert-parallel steps wait for its rank
+    "expert_load_skewed": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
+                           {"step_time_s": 1.5, "comm_time_frac": 0.4}, "expert_load_imbalance", 3.0, 1.1, "load_imbalance", 2),
+    # decode 40% slower; setting the power limit back to rated brought it back
+    "clock_power_raise_restored_speed": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None,
+                                         {"output_tokens_per_s": 100}, {"output_tokens_per_s": 60},
+                                         "clock_power_raise_restores", True, False, "gpu_throttling", 3),
     # the busy host thread spends its time in structured-output grammar masks and sampling, not relaying in a proxy
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
