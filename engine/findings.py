@@ -26,6 +26,10 @@ MARGINAL_BAND = 0.1
 # rise (x40) rather than a ratio with no scale, and 0.1% -> 0.4% is not a fourfold one.
 FRACTION_FLOOR = 0.01
 
+# Where added time went is read only when the time grew by at least this share: on a 2% change, the shares'
+# rounding decides the answer.
+MIN_ADDED_SHARE_GROWTH = 0.1
+
 
 @dataclass
 class Observation:
@@ -112,6 +116,24 @@ def _fmt(x, unit=""):
     else:
         text = str(x)
     return f"{text} {unit}".strip() if unit and unit not in ("fraction", "bool", "string", "list", "count") else text
+
+
+def _added_share(snap, sid, finding, rule, unit):
+    """Where the added time went: the parts' share of (now - before), from the parts' shares in both states.
+    Unknown unless every value is known before and now and the time grew by at least MIN_ADDED_SHARE_GROWTH."""
+    names = [sid, *rule.parts]
+    if any(n not in snap.current or n not in snap.baseline for n in names):
+        return None
+    now, before = (mean(_values(snap.current[sid]).values()), mean(_values(snap.baseline[sid]).values()))
+    if before <= 0 or now < before * (1 + MIN_ADDED_SHARE_GROWTH):
+        return None
+    share_now = sum(mean(_values(snap.current[p]).values()) for p in rule.parts)
+    share_before = sum(mean(_values(snap.baseline[p]).values()) for p in rule.parts)
+    share = (now * share_now - before * share_before) / (now - before)
+    present = share >= rule.at_least if rule.at_least is not None else share < rule.below
+    detail = f"{' + '.join(rule.parts)} took {share:.0%} of the {_fmt(now - before, unit)} added to {sid} " \
+             f"({_fmt(before, unit)} -> {_fmt(now, unit)})"
+    return Observation(finding.id, sid, present, detail)
 
 
 def _evaluate_rule(kb, snap, sid, signal, finding):
@@ -218,6 +240,8 @@ def _evaluate_rule(kb, snap, sid, signal, finding):
         share = parts / whole
         detail = f"{' + '.join(rule_parts)} = {share:.0%} of {sid} {_fmt(whole, unit)}"
         return Observation(finding.id, sid, share < rule.parts_share.below, detail)
+    if kind == "added_share":
+        return _added_share(snap, sid, finding, rule.added_share, unit)
     if kind == "differs_from_baseline":
         if sid not in snap.baseline:
             return None

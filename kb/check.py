@@ -110,7 +110,7 @@ def check_finding_roles(kb: KB, g: nx.DiGraph) -> list[Issue]:
 def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
     """Rules must fit their signal's kind, and any second signal they name must exist."""
     numeric = {"above", "at_least", "below", "ratio_up", "ratio_down", "over_slo", "outlier", "fraction_of", "plus",
-               "tail_ratio_up", "spread_above", "parts_share"}
+               "tail_ratio_up", "spread_above", "parts_share", "added_share"}
     out = []
     for sid, signal in kb.signals.items():
         for f in signal.findings:
@@ -123,7 +123,8 @@ def check_rules(kb: KB, g: nx.DiGraph) -> list[Issue]:
             pair = f.rule.fraction_of or f.rule.plus
             others = [pair.signal] if pair else \
                 [f.rule.tail_ratio_up.median_signal] if f.rule.tail_ratio_up else \
-                f.rule.parts_share.parts if f.rule.parts_share else []
+                f.rule.parts_share.parts if f.rule.parts_share else \
+                f.rule.added_share.parts if f.rule.added_share else []
             for cond in f.rule.conditions:
                 others = others + [cond.signal]
                 if cond.signal in kb.signals and kb.signals[cond.signal].kind in ("string", "list"):

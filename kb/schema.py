@@ -85,6 +85,20 @@ class PartsShare(Entry):
     below: float
 
 
+class AddedShare(Entry):
+    """Share of the time this signal gained since the baseline that went into `parts` (shares of it, 0-1):
+    (now x parts_now - before x parts_before) / (now - before). Every value must be known in both states."""
+    parts: list[str] = Field(min_length=1)
+    at_least: float | None = None
+    below: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self):
+        if (self.at_least is None) == (self.below is None):
+            raise ValueError("added_share needs exactly one of at_least and below")
+        return self
+
+
 NOT_TESTS = {"aggregate", "when", "unless_changed", "complement", "only_without_baseline", "absent_unknown"}
 
 
@@ -106,6 +120,7 @@ class Rule(Entry):
     differs_from_baseline: bool | None = None
     left_baseline_value: str | None = None    # the baseline showed this value, the current no longer does
     parts_share: PartsShare | None = None
+    added_share: AddedShare | None = None   # where the time added since the baseline went (data wait, communication)
     aggregate: Literal["max", "min", "median", "mean"] | None = None
     when: Condition | list[Condition] | None = None    # the finding holds only while these other signals also hold
     unless_changed: list[str] | None = None   # a baseline comparison these reported changes make moot

@@ -1098,3 +1098,25 @@ def test_a_prefill_budget_test_with_one_request_in_flight_is_not_read(engine):
     shared = _diagnose(engine, SERVING, base, {**now, "requests_running": 24})
     assert alone.observations["prefill_budget_tradeoff"].present is None
     assert shared.observations["prefill_budget_tradeoff"].present is True
+
+
+@pytest.mark.parametrize("wait_before, wait_now, data_wait", [(0.05, 0.45, True), (0.05, 0.08, False)])
+def test_where_the_added_step_time_went(engine, wait_before, wait_now, data_wait):
+    """Step 0.11 s -> 0.16 s: with the loader wait going from 5% to 45% of the step, all of the added 50 ms is
+    waiting for data (the rest of the step even shrank); with the wait at 8%, the step's own work grew."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 8}
+    d = _diagnose(engine, ctx, {"step_time_s": 0.11, "dataloader_wait_frac": wait_before, "comm_time_frac": 0.1},
+                  {"step_time_s": 0.16, "dataloader_wait_frac": wait_now, "comm_time_frac": 0.1})
+    assert d.observations["added_time_is_data_wait"].present is data_wait
+    assert d.observations["added_time_in_compute"].present is (not data_wait)
+    assert "took" in d.observations["added_time_is_data_wait"].detail
+    top = d.hypotheses[0].id
+    assert (top in ("input_pipeline_stall", "storage_io_bottleneck")) is data_wait
+
+
+def test_added_time_is_not_read_from_a_small_change(engine):
+    """A 5% longer step: which share took the added few milliseconds is noise, so nothing is read."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 8}
+    d = _diagnose(engine, ctx, {"step_time_s": 1.0, "dataloader_wait_frac": 0.1}, {"step_time_s": 1.05, "dataloader_wait_frac": 0.14})
+    obs = d.observations.get("added_time_is_data_wait")
+    assert obs is None or obs.present is None

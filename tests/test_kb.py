@@ -146,6 +146,18 @@ def test_a_bound_needs_exactly_one_side(kb_copy):
                for m in _messages(kb_copy))
 
 
+def test_an_added_share_needs_one_bound_and_known_parts(kb_copy):
+    path = kb_copy / "signals" / "training.yaml"
+    text = path.read_text()
+    path.write_text(text.replace("{added_share: {parts: [dataloader_wait_frac], at_least: 0.7}}",
+                                 "{added_share: {parts: [dataloader_wait_frac], at_least: 0.7, below: 0.9}}", 1))
+    assert any("training.yaml" in m and "added_share needs exactly one of at_least and below" in m
+               for m in _messages(kb_copy))
+    path.write_text(text.replace("{added_share: {parts: [comm_time_frac], at_least: 0.7}}",
+                                 "{added_share: {parts: [comm_time_fraction], at_least: 0.7}}", 1))
+    assert any("comm_time_fraction" in m for m in _messages(kb_copy))
+
+
 def test_unless_changed_names_a_known_change(kb_copy):
     net = kb_copy / "signals" / "network.yaml"
     net.write_text(net.read_text().replace("unless_changed: [nodes_added]}", "unless_changed: [nodes_grown]}", 1))
