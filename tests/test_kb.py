@@ -153,8 +153,8 @@ def test_an_added_share_needs_one_bound_and_known_parts(kb_copy):
                                  "{added_share: {parts: [dataloader_wait_frac], at_least: 0.7, below: 0.9}}", 1))
     assert any("training.yaml" in m and "added_share needs exactly one of at_least and below" in m
                for m in _messages(kb_copy))
-    path.write_text(text.replace("{added_share: {parts: [comm_time_frac], at_least: 0.7}}",
-                                 "{added_share: {parts: [comm_time_fraction], at_least: 0.7}}", 1))
+    path.write_text(text.replace("{added_share: {parts: [comm_time_frac], at_least: 0.7}",
+                                 "{added_share: {parts: [comm_time_fraction], at_least: 0.7}", 1))
     assert any("comm_time_fraction" in m for m in _messages(kb_copy))
 
 
