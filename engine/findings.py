@@ -130,7 +130,7 @@ def _added_share(snap, sid, finding, rule, unit):
     share_now = sum(mean(_values(snap.current[p]).values()) for p in rule.parts)
     share_before = sum(mean(_values(snap.baseline[p]).values()) for p in rule.parts)
     share = (now * share_now - before * share_before) / (now - before)
-    present = share >= rule.at_least if rule.at_least is not None else share < rule.below
+    present = share > rule.above if rule.above is not None else share < rule.below
     detail = f"{' + '.join(rule.parts)} took {share:.0%} of the {_fmt(now - before, unit)} added to {sid} " \
              f"({_fmt(before, unit)} -> {_fmt(now, unit)})"
     return Observation(finding.id, sid, present, detail)

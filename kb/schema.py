@@ -39,9 +39,8 @@ class Outlier(Entry):
     reference: Literal["median", "best"] = "median"
 
 
-class SignalBound(Entry):
-    """Another signal compared with exactly one bound: above or below."""
-    signal: str
+class OneBound(Entry):
+    """A value compared with exactly one bound: above or below."""
     above: float | None = None
     below: float | None = None
 
@@ -50,6 +49,11 @@ class SignalBound(Entry):
         if (self.above is None) == (self.below is None):
             raise ValueError("needs exactly one of above or below")
         return self
+
+
+class SignalBound(OneBound):
+    """Another signal compared with exactly one bound: above or below."""
+    signal: str
 
 
 class FractionOf(SignalBound):
@@ -85,18 +89,10 @@ class PartsShare(Entry):
     below: float
 
 
-class AddedShare(Entry):
+class AddedShare(OneBound):
     """Share of the time this signal gained since the baseline that went into `parts` (shares of it, 0-1):
     (now x parts_now - before x parts_before) / (now - before). Every value must be known in both states."""
     parts: list[str] = Field(min_length=1)
-    at_least: float | None = None
-    below: float | None = None
-
-    @model_validator(mode="after")
-    def _one_bound(self):
-        if (self.at_least is None) == (self.below is None):
-            raise ValueError("added_share needs exactly one of at_least and below")
-        return self
 
 
 NOT_TESTS = {"aggregate", "when", "unless_changed", "complement", "only_without_baseline", "absent_unknown"}

@@ -149,12 +149,12 @@ def test_a_bound_needs_exactly_one_side(kb_copy):
 def test_an_added_share_needs_one_bound_and_known_parts(kb_copy):
     path = kb_copy / "signals" / "training.yaml"
     text = path.read_text()
-    path.write_text(text.replace("{added_share: {parts: [dataloader_wait_frac], at_least: 0.7}}",
-                                 "{added_share: {parts: [dataloader_wait_frac], at_least: 0.7, below: 0.9}}", 1))
-    assert any("training.yaml" in m and "added_share needs exactly one of at_least and below" in m
+    path.write_text(text.replace("{added_share: {parts: [dataloader_wait_frac], above: 0.7}}",
+                                 "{added_share: {parts: [dataloader_wait_frac], above: 0.7, below: 0.9}}", 1))
+    assert any("training.yaml" in m and "added_share" in m and "needs exactly one of above or below" in m
                for m in _messages(kb_copy))
-    path.write_text(text.replace("{added_share: {parts: [comm_time_frac], at_least: 0.7}",
-                                 "{added_share: {parts: [comm_time_fraction], at_least: 0.7}", 1))
+    path.write_text(text.replace("{added_share: {parts: [comm_time_frac], above: 0.7}",
+                                 "{added_share: {parts: [comm_time_fraction], above: 0.7}", 1))
     assert any("comm_time_fraction" in m for m in _messages(kb_copy))
 
 
