@@ -961,10 +961,47 @@ READINGS = {
     "hotspot_in_engine_cpu_path:sampling": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None, {"itl_p50_s": 0.02},
                                             {"itl_p50_s": 0.05, "gpu_util": {"gpu0": 0.5}},
                                             "host_hotspot", ["sampling"], ["stream_proxy"], "host_cpu_bottleneck", 2),
+    # under pipeline parallelism the step slowed once each step carried 2 micro-batches instead of 8 (bubble (p-1)/m)
+    "grad_accum_down": ({"workload": "training", "nodes": 2, "gpus_per_node": 8}, None, {"step_time_s": 1.0, "grad_accum_steps": 8},
+                        {"step_time_s": 1.4}, "grad_accum_steps", 2, 8, "training_config_regression", 2),
+    # a micro-batch twice the baseline's, and the GPU's memory now full
+    "micro_batch_up": (TRAINING_1, None, {"step_time_s": 1.0, "micro_batch_size": 4, "fb_used_frac": {"gpu0": 0.8}},
+                       {"step_time_s": 2.5, "fb_used_frac": {"gpu0": 0.99}}, "micro_batch_size", 8, 4, "memory_pressure", 1.5),
+    # host memory available fell from 60% to 15% while the steps slowed and the CPUs waited on IO
+    "host_memory_down": (TRAINING_1, None, {"step_time_s": 1.0, "memory_available_frac": {"node0": 0.6}},
+                         {"step_time_s": 1.8, "cpu_iowait_frac": {"node0": 0.25}}, "memory_available_frac",
+                         {"node0": 0.15}, {"node0": 0.55}, "memory_pressure", 2),
+    # PSI memory 'some' at 30%: the job's threads stall on reclaim and swap-ins
+    "memory_stalls_high": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.8, "cpu_iowait_frac": {"node0": 0.25}},
+                           "memory_stall_frac", {"node0": 0.3}, {"node0": 0.0}, "memory_pressure", 3),
     # replies four times slower at the same ITL, with most requests running to max_tokens
     "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
                                 "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),
 }
+
+
+@pytest.mark.parametrize("change, cause, context, base, now", [
+    # a long prompt arriving among short ones is a change in the request mix
+    ("traffic_shift", "head_of_line_blocking", SERVING, {"ttft_p99_s": 1.0}, {"ttft_p99_s": 9.0}),
+    # more clients than the batch cap admits
+    ("traffic_shift", "batching_underutilization", SERVING, {"ttft_p50_s": 0.5}, {"ttft_p50_s": 3.0, "requests_waiting": 40}),
+    # a degraded PCIe path carries traffic only once the job spans several GPUs
+    ("parallelism_config", "pcie_link_degradation", {"workload": "training", "nodes": 1, "gpus_per_node": 4},
+     {"step_time_s": 0.5}, {"step_time_s": 2.3, "comm_time_frac": 0.6}),
+    # more nodes reading the same shared filesystem
+    ("nodes_added", "storage_io_bottleneck", {"workload": "training", "nodes": 8, "gpus_per_node": 8},
+     {"step_time_s": 1.0}, {"step_time_s": 1.6, "dataloader_wait_frac": 0.4}),
+    # the same GPU behind a slower host CPU
+    ("nodes_added", "host_cpu_bottleneck", {"workload": "inference", "gpus": 1, "engine": "vllm"},
+     {"itl_p50_s": 0.02}, {"itl_p50_s": 0.035, "main_thread_cpu_util": 1.0}),
+])
+def test_a_change_that_exposes_a_cause_counts_for_it(engine, change, cause, context, base, now):
+    """A complete change list says what else did not change: the change that exposes a latent limit (more traffic,
+    more GPUs, another node) raises that cause over the same evidence with nothing changed."""
+    run = lambda changes: engine.diagnose(parse_snapshot({"context": context, "changes": changes, "baseline": base,
+                                                          "current": now}, engine.kb, "test"), with_probes=False)
+    odds = lambda p: p / (1 - p)
+    assert odds(_p(run([change]), cause)) > 1.5 * odds(_p(run([]), cause))
 
 
 @pytest.mark.parametrize("finding", READINGS)
