@@ -980,6 +980,17 @@ READINGS = {
 }
 
 
+def test_fewer_micro_batches_count_only_under_pipeline_parallelism(engine):
+    """Fewer micro-batches per step grow the pipeline bubble ((p-1)/m); with the pipeline size known to be 1 there is
+    no bubble, so the reading is unknown rather than evidence."""
+    def seen(pp):
+        base, now = {"step_time_s": 1.0, "grad_accum_steps": 8}, {"step_time_s": 1.4, "grad_accum_steps": 2}
+        if pp:
+            base, now = {**base, "pp_size": pp}, {**now, "pp_size": pp}
+        return _diagnose(engine, {"workload": "training", "nodes": 2, "gpus_per_node": 8}, base, now).observations["grad_accum_down"].present
+    assert seen(4) is True and seen(None) is True and seen(1) is None
+
+
 @pytest.mark.parametrize("change, cause, context, base, now", [
     # a long prompt arriving among short ones is a change in the request mix
     ("traffic_shift", "head_of_line_blocking", SERVING, {"ttft_p99_s": 1.0}, {"ttft_p99_s": 9.0}),
