@@ -611,6 +611,7 @@ def _reading_effect(engine, context, baseline, current, signal, value, other, fi
 
 
 TRAINING_1 = {"workload": "training", "nodes": 1, "gpus_per_node": 1}
+DISAGG = {"workload": "inference", "nodes": 2, "gpus_per_node": 8, "engine": "vllm", "disaggregated": True}
 
 # Each row: a reading that incident reports state, the finding it gives, the cause it names (first, and
 # `factor` times likelier than over the same evidence with the other reading). Sources are in kb/signals.
@@ -974,6 +975,25 @@ READINGS = {
     # PSI memory 'some' at 30%: the job's threads stall on reclaim and swap-ins
     "memory_stalls_high": (TRAINING_1, None, {"step_time_s": 1.0}, {"step_time_s": 1.8, "cpu_iowait_frac": {"node0": 0.25}},
                            "memory_stall_frac", {"node0": 0.3}, {"node0": 0.0}, "memory_pressure", 3),
+    # decode steps 75% slower while the tensor pipes are busy: prefill chunks share the steps (decode alone is HBM-bound)
+    "itl_up_tensor_busy": (SERVING, None, {"itl_p50_s": 0.02}, {"itl_p50_s": 0.035}, "tensor_active",
+                           {"gpu0": 0.7}, {"gpu0": 0.2}, "prefill_compute_bound", 1.5),
+    # TTFT tripled under P/D disaggregation while the KV transfer fell from 20 to 8 GB/s
+    "kv_transfer_throughput_down": (DISAGG, None, {"ttft_p50_s": 0.5, "kv_transfer_gb_per_s": 20}, {"ttft_p50_s": 1.5},
+                                    "kv_transfer_gb_per_s", 8, 19, "kv_transfer_bottleneck", 2),
+    # the KV moves at 10 GB/s on 400 Gb/s ports (a fifth of one port)
+    "kv_transfer_below_link": ({**DISAGG, "interconnect": "ib_ndr"}, None, {"ttft_p50_s": 0.5}, {"ttft_p50_s": 1.5},
+                               "kv_transfer_gb_per_s", 10, 30, "kv_transfer_bottleneck", 1.5),
+    # TTFT 2 s of which queue and prefill take 0.3 s: the rest is the hand-off
+    "ttft_outside_engine_disaggregated": (DISAGG, None, {"ttft_p50_s": 0.4, "queue_time_p50_s": 0.1, "prefill_time_p50_s": 0.2},
+                                          {"queue_time_p50_s": 0.1, "prefill_time_p50_s": 0.2}, "ttft_p50_s", 2.0, 0.35,
+                                          "kv_transfer_bottleneck", 2),
+    # P and D on one host: NVLink traffic fell tenfold since the KV stopped crossing it
+    "nvlink_bw_down_disaggregated": ({**DISAGG, "nodes": 1}, None, {"ttft_p50_s": 0.5, "nvlink_bw_gb_per_s": {"gpu0": 100}},
+                                     {"ttft_p50_s": 1.5}, "nvlink_bw_gb_per_s", {"gpu0": 10}, {"gpu0": 95}, "kv_transfer_bottleneck", 1.5),
+    # the wait around the transfer (bootstrap, pre-allocation) went from 50 to 200 ms
+    "kv_handoff_wait_up": (DISAGG, None, {"ttft_p50_s": 0.5, "kv_handoff_wait_s": 0.05}, {"ttft_p50_s": 1.0},
+                           "kv_handoff_wait_s", 0.2, 0.05, "kv_transfer_bottleneck", 2),
     # replies four times slower at the same ITL, with most requests running to max_tokens
     "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
                                 "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),

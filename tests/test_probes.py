@@ -14,14 +14,14 @@ def test_known_signals_are_not_asked_again(engine):
 
 @pytest.mark.parametrize("workload, signal", [("training", "step_time_s"), ("inference", "ttft_p50_s")])
 def test_what_changed_is_asked_when_unknown(engine, workload, signal):
-    """With only the headline metric known, 'what changed?' is among the first seven of the 39 questions for
+    """With only the headline metric known, 'what changed?' is among the first eight of the 42 questions for
     either workload (a serving incident first asks for the load, the GPUs, the latency split, the KV cache, the
-    host and the gateway, whose router view now also tells a balancer that miscounts load)."""
+    host, the parallel layout and the gateway, whose router view now also tells a balancer that miscounts load)."""
     snap = parse_snapshot({"context": {"workload": workload}, "current": {signal: 2.0}, "baseline": {signal: 1.5}},
                           engine.kb)
     d = engine.diagnose(snap)
     ids = [p.id for p in d.next_probes]
-    assert "ask_changes" in ids[:7]
+    assert "ask_changes" in ids[:8]
     first = d.next_probes[0]
     assert first.gain_bits > 0 and first.command
     assert [p.score for p in d.next_probes] == sorted((p.score for p in d.next_probes), reverse=True)
