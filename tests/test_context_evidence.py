@@ -994,6 +994,13 @@ READINGS = {
     # the wait around the transfer (bootstrap, pre-allocation) went from 50 to 200 ms
     "kv_handoff_wait_up": (DISAGG, None, {"ttft_p50_s": 0.5, "kv_handoff_wait_s": 0.05}, {"ttft_p50_s": 1.0},
                            "kv_handoff_wait_s", 0.2, 0.05, "kv_transfer_bottleneck", 2),
+    # the step slowed by 40% after the enforced power limit went from 700 W to 450 W on the only GPU
+    "power_limit_down": (TRAINING_1, None, {"step_time_s": 1.0, "power_limit_w": {"gpu0": 700}}, {"step_time_s": 1.4},
+                         "power_limit_w", {"gpu0": 450}, {"gpu0": 700}, "gpu_throttling", 2),
+    # one GPU of four benchmarks 14% below its identical peers (above the 80%-of-spec bar): a slow device
+    "gpu_bench_gpu_low": ({"workload": "training", "nodes": 1, "gpus_per_node": 4}, None, {"step_time_s": 1.0},
+                          {"step_time_s": 1.3}, "gpu_bench_frac", {"gpu0": 0.85, "gpu1": 0.99, "gpu2": 0.99, "gpu3": 0.98},
+                          {f"gpu{i}": 0.99 for i in range(4)}, "gpu_throttling", 2),
     # replies four times slower at the same ITL, with most requests running to max_tokens
     "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
                                 "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),
