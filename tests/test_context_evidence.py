@@ -1001,10 +1001,25 @@ READINGS = {
     "gpu_bench_gpu_low": ({"workload": "training", "nodes": 1, "gpus_per_node": 4}, None, {"step_time_s": 1.0},
                           {"step_time_s": 1.3}, "gpu_bench_frac", {"gpu0": 0.85, "gpu1": 0.99, "gpu2": 0.99, "gpu3": 0.98},
                           {f"gpu{i}": 0.99 for i in range(4)}, "gpu_throttling", 2),
+    # TTFT tripled while the engine now prefills 80% of each prompt itself instead of 20% (fewer prefix hits)
+    "prefill_recompute_up": (SERVING, None, {"ttft_p50_s": 0.3, "prefill_recompute_ratio": 0.2}, {"ttft_p50_s": 0.9},
+                             "prefill_recompute_ratio", 0.8, 0.2, "prefix_cache_degradation", 2),
     # replies four times slower at the same ITL, with most requests running to max_tokens
     "outputs_hit_token_limit": (SERVING, None, {"e2e_p50_s": 5.0, "itl_p50_s": 0.03}, {"e2e_p50_s": 20.0, "itl_p50_s": 0.03},
                                 "finish_reason_length_frac", 0.8, 0.02, "output_length_growth", 2),
 }
+
+
+def test_one_request_in_flight_rules_a_load_surge_out(engine):
+    """A closed loop of one request at a time cannot offer more than the service completes, so no queue forms:
+    the same slower replies with the clients keeping one request in flight count against a load surge."""
+    def p_surge(concurrency):
+        d = _diagnose(engine, {**SERVING, "client_concurrency": concurrency}, {"e2e_p50_s": 1.0},
+                      {"e2e_p50_s": 3.0, "slowdown_pattern": "cold_only"})
+        return d.observations["clients_overlap"].present, _p(d, "load_surge")
+    (one, p_one), (many, p_many) = p_surge(1), p_surge(64)
+    assert one is False and many is True
+    assert p_one < p_many / 3
 
 
 def test_fewer_micro_batches_count_only_under_pipeline_parallelism(engine):
