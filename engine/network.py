@@ -69,7 +69,8 @@ def compile_network(kb: KB) -> NoisyOrNetwork:
         for e in m.effects:
             mech_finding[mi[m.id], mfi[e.target]] = e.strength
     sig_change = np.array([f.startswith(CHANGE_PREFIX) for f in sig_targets], dtype=bool)
-    stated = {f.id for s in kb.signals.values() if s.from_context and s.kind == "bool" for f in s.findings}
+    stated = {f.id for s in kb.signals.values() if (s.from_context and s.kind == "bool") or s.controlled_test
+              for f in s.findings}
     sig_stated = np.array([f in stated for f in sig_targets], dtype=bool)
     cause_sig[:, sig_change] = change_choice(cause_sig[:, sig_change])
     modes, mode_cause, mode_strength = [], [], []

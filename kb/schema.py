@@ -184,6 +184,8 @@ class Signal(Entry):
     from_context: str | None = Field(None, pattern=r"^[a-z_.]+( / [a-z_.]+)?$",
                                      description="read from the snapshot context: 'key' or 'key / key'; "
                                                  "gpu.FIELD / interconnect.FIELD read the hardware catalog")
+    controlled_test: bool = Field(False, description="the outcome of a deliberate A/B test (a rollback, a raised cap, "
+                                  "a swapped part): its absence counts in full, like a stated fact")
     metrics: list[MetricSource] = []
     findings: list[Finding] = []
     sources: list[str] = []

@@ -1210,3 +1210,18 @@ def test_added_time_is_not_read_from_a_small_change(engine):
     d = _diagnose(engine, ctx, {"step_time_s": 1.0, "dataloader_wait_frac": 0.1}, {"step_time_s": 1.05, "dataloader_wait_frac": 0.14})
     obs = d.observations.get("added_time_is_data_wait")
     assert obs is None or obs.present is None
+
+
+def test_a_controlled_test_that_did_not_help_counts_in_full(engine):
+    """Raising the power cap without getting the speed back is an experiment's outcome, not a threshold just missed:
+    its absence divides the odds of throttling by the full likelihood ratio (1 - strength), not its tempered root."""
+    assert engine.kb.signals["clock_power_raise_restores"].controlled_test
+    strength = next(s.strength for s in engine.kb.root_causes["gpu_throttling"].signatures
+                    if s.target == "clock_power_raise_restored_speed")
+    base = {"step_time_s": 1.0, "sm_clock_mhz": {"gpu0": 1980}, "gpu_util": 0.95}
+    now = {"step_time_s": 1.4, "sm_clock_mhz": {"gpu0": 1400}, "gpu_util": 0.95, "power_w": {"gpu0": 398},
+           "power_limit_w": {"gpu0": 400}}
+    odds = lambda p: p / (1 - p)
+    untested = _p(_diagnose(engine, TRAINING_1, base, now), "gpu_throttling")
+    no_help = _p(_diagnose(engine, TRAINING_1, base, {**now, "clock_power_raise_restores": False}), "gpu_throttling")
+    assert odds(no_help) / odds(untested) == pytest.approx(1 - strength, rel=0.02)
