@@ -1054,7 +1054,9 @@ def test_a_change_that_exposes_a_cause_counts_for_it(engine, change, cause, cont
     run = lambda changes: engine.diagnose(parse_snapshot({"context": context, "changes": changes, "baseline": base,
                                                           "current": now}, engine.kb, "test"), with_probes=False)
     odds = lambda p: p / (1 - p)
-    assert odds(_p(run([change]), cause)) > 1.5 * odds(_p(run([]), cause))
+    # 1.3, not more: a cause that names the change itself (a training setting names a new parallel layout) takes a
+    # share of it, so the exposed cause gains less than the change's own likelihood ratio
+    assert odds(_p(run([change]), cause)) > 1.3 * odds(_p(run([]), cause))
 
 
 @pytest.mark.parametrize("finding", READINGS)
@@ -1225,3 +1227,12 @@ def test_a_controlled_test_that_did_not_help_counts_in_full(engine):
     untested = _p(_diagnose(engine, TRAINING_1, base, now), "gpu_throttling")
     no_help = _p(_diagnose(engine, TRAINING_1, base, {**now, "clock_power_raise_restores": False}), "gpu_throttling")
     assert odds(no_help) / odds(untested) == pytest.approx(1 - strength, rel=0.02)
+
+
+def test_one_starved_rank_is_a_loader_wait(engine):
+    """In a synchronous step the job runs at the pace of the one rank blocked on its loader; its peers wait in the
+    collective instead, so the median rank hides the stall and the highest rank shows it."""
+    d = _diagnose(engine, {"workload": "training", "nodes": 1, "gpus_per_node": 4}, {"step_time_s": 1.0},
+                  {"step_time_s": 1.5, "dataloader_wait_frac": {"rank0": 0.02, "rank1": 0.01, "rank2": 0.03, "rank3": 0.35}})
+    assert d.observations["dataloader_wait_high"].present
+    assert d.hypotheses[0].id == "input_pipeline_stall"
