@@ -57,13 +57,18 @@ def check_references(kb: KB, g: nx.DiGraph) -> list[Issue]:
             head, _, field_name = key.partition(".")
             catalog = {"gpu": GpuSpec, "interconnect": Interconnect}.get(head)
             if key and (head not in CONTEXT_KEYS or (field_name and (catalog is None
-                                                                     or field_name not in catalog.model_fields))):
+                                                                     or not _catalog_field(catalog, field_name)))):
                 out.append(Issue(_file(kb, sig.id), sig.id, "from_context", f"unknown context key '{key}'"))
     for tech in kb.technologies.values():
         for i, sid in enumerate(tech.retest):
             if sid not in kb.signals:
                 out.append(Issue(_file(kb, tech.id), tech.id, f"retest[{i}]", f"unknown signal '{sid}'"))
     return out
+
+
+def _catalog_field(catalog, name: str) -> bool:
+    """A catalog field or a derived property (GpuSpec.nvlink_links_if_none) that `from_context` can read."""
+    return name in catalog.model_fields or isinstance(getattr(catalog, name, None), property)
 
 
 def check_acyclic(kb: KB, g: nx.DiGraph) -> list[Issue]:

@@ -46,6 +46,12 @@ class GpuSpec(Entry):
         return self.bf16_dense_tflops or self.fp16_dense_tflops
 
     @property
+    def nvlink_links_if_none(self) -> int | None:
+        """0 for an NVIDIA board that takes no NVLink at all (no bridge either): its GPUs talk over PCIe.
+        None (unknown) where NVLink is built in, an optional bridge may be fitted, or the vendor's link is not NVLink."""
+        return 0 if self.vendor == "nvidia" and not self.nvlink_gb_s and not self.nvlink_bridge_gb_s else None
+
+    @property
     def hbm_bytes(self) -> float:
         return self.hbm_gb * 2**30
 

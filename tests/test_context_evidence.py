@@ -1236,3 +1236,18 @@ def test_one_starved_rank_is_a_loader_wait(engine):
                   {"step_time_s": 1.5, "dataloader_wait_frac": {"rank0": 0.02, "rank1": 0.01, "rank2": 0.03, "rank3": 0.35}})
     assert d.observations["dataloader_wait_high"].present
     assert d.hypotheses[0].id == "input_pipeline_stall"
+
+
+@pytest.mark.parametrize("gpu, per_node, measured, expected", [
+    ("L40S", 2, None, True),          # a board that takes no NVLink at all: its GPUs talk over PCIe
+    ("RTX-4090", 4, None, True),
+    ("H100", 8, None, None),          # built-in NVLink: the catalog says nothing of the links that are up
+    ("A100-PCIe-80GB", 2, None, None),  # an optional bridge may be fitted
+    ("L40S", 1, None, None),          # one GPU per node: no link between GPUs to lack
+    ("L40S", 2, 4, False),            # a reading wins over the catalog
+])
+def test_a_gpu_without_nvlink_is_read_from_the_catalog(engine, gpu, per_node, measured, expected):
+    current = {"itl_p50_s": 0.05} | ({"nvlink_active_links": measured} if measured is not None else {})
+    d = _diagnose(engine, {**SERVING, "gpu": gpu, "gpus_per_node": per_node, "tp": per_node}, {"itl_p50_s": 0.03}, current)
+    seen = d.observations.get("no_nvlink")
+    assert (seen.present if seen else None) is expected
