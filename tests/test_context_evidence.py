@@ -918,9 +918,10 @@ READINGS = {
                                {"output_tokens_per_s": 700, "gpu_util": {"gpu0": 0.4}}, "engine_call_batch", 6, 256,
                                "batching_underutilization", 2),
     # two GeForce cards under one PCIe switch with P2P off: both directions climb the switch's uplink to the CPU
-    "switch_pair_without_p2p": ({"workload": "training", "nodes": 1, "gpus_per_node": 2, "gpu": "RTX-4090"}, None,
+    # (a 3090 pair: the bridge is optional, so the catalog leaves NVLink unknown and the paths decide)
+    "switch_pair_without_p2p": ({"workload": "training", "nodes": 1, "gpus_per_node": 2, "gpu": "RTX-3090"}, None,
                                 {"step_time_s": 1.0}, {"step_time_s": 1.5, "gpu_p2p_ok": False, "comm_time_frac": 0.4},
-                                "gpu_pair_paths", ["PIX"], ["NV4"], "pcie_link_degradation", 1.5),
+                                "gpu_pair_paths", ["PIX"], ["NVLINK"], "pcie_link_degradation", 1.5),
     # a new gateway in front; served throughput flat as the offered load doubles while the GPUs sit at 30%
     "throughput_plateau_behind_gateway": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm",
                                            "gateway": "envoy"}, ["request_path"], {},
