@@ -56,10 +56,13 @@ def test_node_exporter_rates_from_deltas(kb):
             line = f'{line.split()[0]} {float(line.split()[1]) + 2}'
         elif line.startswith('node_cpu_seconds_total{cpu="0",mode="idle"}'):
             line = f'{line.split()[0]} {float(line.split()[1]) + 8}'
+        elif line.startswith("node_pressure_memory_waiting_seconds_total "):  # some task stalled on memory 3 s of 10
+            line = f'{line.split()[0]} {float(line.split()[1]) + 3}'
         lines.append(line)
     snap = snapshot_from_texts(kb, {path: first}, {path: "\n".join(lines) + "\n"}, 10.0)
     assert snap.current["cpu_iowait_frac"] == pytest.approx(0.2)
     assert snap.current["host_cpu_util"] == pytest.approx(0.0)
+    assert snap.current["memory_stall_frac"] == pytest.approx(0.3)
 
 
 def test_bucket_quantile_interpolates_like_prometheus():
