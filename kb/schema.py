@@ -157,11 +157,13 @@ class MetricSource(Entry):
 
     kind: gauge (averaged over the window), rate (per-second rate of a counter), histogram_quantile
     (quantile of a _bucket histogram over the window), histogram_mean (rate of _sum over rate of _count),
-    ratio_of_rates (rate(metric) / rate(denominator)), mode_share (share of a counter's rate with the given
-    label values, e.g. node_cpu_seconds_total{mode="iowait"} over all modes).
+    ratio_of_rates (rate(metric) / rate(denominator)), ratio_of_gauges (gauge metric over gauge denominator,
+    each averaged over the window, e.g. MemAvailable over MemTotal), mode_share (share of a counter's rate with
+    the given label values, e.g. node_cpu_seconds_total{mode="iowait"} over all modes).
     """
     source: Literal["vllm", "vllm_v0", "sglang", "tgi", "dcgm", "node_exporter"]
-    kind: Literal["gauge", "rate", "histogram_quantile", "histogram_mean", "ratio_of_rates", "mode_share"]
+    kind: Literal["gauge", "rate", "histogram_quantile", "histogram_mean", "ratio_of_rates", "ratio_of_gauges",
+                  "mode_share"]
     metric: str
     denominator: str | None = None
     quantile: float | None = Field(None, gt=0, lt=1)
@@ -169,6 +171,14 @@ class MetricSource(Entry):
     labels: dict[str, str] = {}
     entity_labels: list[str] = []
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _parts_of_the_kind(self):
+        if self.kind.startswith("ratio_of_") and not self.denominator:
+            raise ValueError(f"kind {self.kind} needs a denominator metric")
+        if self.kind == "histogram_quantile" and self.quantile is None:
+            raise ValueError("kind histogram_quantile needs a quantile")
+        return self
 
 
 class Signal(Entry):

@@ -58,6 +58,9 @@ def promql(ms: MetricSource, window: str, offset: str | None = None, selector: s
     m, lab = ms.metric, dict(ms.labels)
     if ms.kind == "gauge":
         expr = f"avg by ({by}) (avg_over_time({_range(m, lab, selector, window, offset)}))"
+    elif ms.kind == "ratio_of_gauges":
+        expr = f"avg by ({by}) (avg_over_time({_range(m, lab, selector, window, offset)})) / " \
+               f"avg by ({by}) (avg_over_time({_range(ms.denominator, lab, selector, window, offset)}))"
     elif ms.kind == "rate":
         expr = _sum_rate(m, lab, selector, window, offset, by)
     elif ms.kind == "histogram_quantile":
@@ -195,11 +198,10 @@ def from_scrapes(ms: MetricSource, first: dict, second: dict, dt: float):
     """The value `ms` describes from two scrape indexes `dt` seconds apart (None when absent)."""
     m, lab = ms.metric, dict(ms.labels)
     if ms.kind == "gauge":
-        both = list(_select(first, m, lab)) + list(_select(second, m, lab))
-        groups, name = defaultdict(list), entity_namer(ms)
-        for labels, v in both:
-            groups[name(labels)].append(v)
-        pairs = [({"__e": e}, float(np.mean(v))) for e, v in groups.items()]
+        pairs = [({"__e": e}, v) for e, v in _gauge_means(ms, first, second, m, lab).items()]
+    elif ms.kind == "ratio_of_gauges":
+        num, den = _gauge_means(ms, first, second, m, lab), _gauge_means(ms, first, second, ms.denominator, lab)
+        pairs = [({"__e": e}, v / den[e] if den.get(e) else math.nan) for e, v in num.items()]
     elif ms.kind == "rate":
         pairs = [({"__e": e[0]}, v) for e, v in _sum_by(ms, _deltas(first, second, m, lab, dt)).items()]
     elif ms.kind == "histogram_quantile":
@@ -224,6 +226,14 @@ def from_scrapes(ms: MetricSource, first: dict, second: dict, dt: float):
     if isinstance(value, dict):
         return {e: v * ms.scale for e, v in value.items()}
     return value * ms.scale
+
+
+def _gauge_means(ms, first, second, metric, labels) -> dict:
+    """Per entity, the mean of a gauge's samples over both scrapes."""
+    groups, name = defaultdict(list), entity_namer(ms)
+    for lab, v in list(_select(first, metric, labels)) + list(_select(second, metric, labels)):
+        groups[name(lab)].append(v)
+    return {e: float(np.mean(v)) for e, v in groups.items()}
 
 
 def _by_entity_key(pairs):

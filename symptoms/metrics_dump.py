@@ -35,7 +35,7 @@ def parse(text: str, path: str) -> Artifact:
     over_time = set()
     for signal in metric_signals(kb):
         for ms in signal.metrics:
-            if ms.kind != "gauge":
+            if ms.kind not in ("gauge", "ratio_of_gauges"):   # one page has no time axis for rates
                 if any(name.startswith(ms.metric) for name in index):
                     over_time.add(signal.id)
                 continue

@@ -732,6 +732,19 @@ def test_metrics_page_of_node_exporter_gives_port_rates_and_names_the_counters()
     assert any("host_cpu_util" in n and "scrape twice (--scrape URL)" in n for n in art.notes)
 
 
+def test_metrics_page_of_node_exporter_reads_available_memory_from_one_page(tmp_path):
+    text = (REAL / "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt").read_text()
+    meminfo = ("# HELP node_memory_MemAvailable_bytes Memory information field MemAvailable_bytes.\n"
+               "# TYPE node_memory_MemAvailable_bytes gauge\nnode_memory_MemAvailable_bytes 1.2884901888e+10\n"
+               "# HELP node_memory_MemTotal_bytes Memory information field MemTotal_bytes.\n"
+               "# TYPE node_memory_MemTotal_bytes gauge\nnode_memory_MemTotal_bytes 2.68435456e+11\n")
+    p = tmp_path / "node.txt"
+    p.write_text(text + meminfo)
+    art = load_artifact(str(p), "metrics_dump")
+    assert art.signals["memory_available_frac"] == pytest.approx(12 / 250, abs=1e-3)   # 12 GiB of 250 GiB
+    assert any("memory_stall_frac" in n and "scrape twice" in n for n in art.notes)    # PSI is a counter: a rate
+
+
 def test_metrics_page_of_counters_only_says_to_scrape_twice(tmp_path):
     text = (REAL / "node_exporter_e2e_cpu_psi_disk_net_infiniband_excerpt.txt").read_text()
     counters = "\n".join(line for line in text.splitlines() if "node_infiniband_rate" not in line) + "\n"

@@ -170,3 +170,10 @@ def test_complement_needs_a_ratio_rule_on_a_fraction(kb_copy):
     svc.write_text(svc.read_text().replace("rule: {ratio_down: 0.75}", "rule: {ratio_down: 0.75, complement: true}", 1))
     assert any("findings.running_batch_down.rule.complement: complement applies to a ratio rule on a fraction signal"
                in m for m in _messages(kb_copy)), _messages(kb_copy)
+
+
+def test_ratio_metric_without_denominator_is_an_error(kb_copy):
+    path = kb_copy / "signals" / "host.yaml"
+    path.write_text(path.read_text().replace(', denominator: "node_memory_MemTotal_bytes"', "", 1))
+    msgs = _messages(kb_copy)
+    assert any("host.yaml" in m and "ratio_of_gauges needs a denominator metric" in m for m in msgs), msgs

@@ -86,6 +86,9 @@ def test_live_ranking_matches_snapshot_file(live, engine, name, tmp_path):
         assert "node1/gpu5" in from_live.hypotheses[0].localization["entities"]
         assert snap.current["sm_clock_mhz"]["node1/gpu5"] == pytest.approx(1100)
         assert snap.baseline["sm_clock_mhz"] == pytest.approx(1980)
+    if name == "storage_io_bottleneck_nfs_degraded":   # MemAvailable over MemTotal, a ratio of two gauges
+        assert snap.current["memory_available_frac"] == pytest.approx(0.64)
+        assert snap.context["metric_sources"]["memory_available_frac"] == "node_memory_MemAvailable_bytes"
 
 
 @needs_prometheus

@@ -80,6 +80,8 @@ class ScenarioSeries:
                 lab, x = self._labels(ms, e), val(v, e) / ms.scale
                 if ms.kind == "gauge":
                     plan.append(("gauge", ms.metric, lab, x))
+                elif ms.kind == "ratio_of_gauges":
+                    plan += [("gauge", ms.metric, lab, 100 * x), ("gauge", ms.denominator, lab, 100.0)]
                 elif ms.kind == "rate":
                     plan.append(("counter", ms.metric, lab, x))
                 elif ms.kind == "ratio_of_rates":
