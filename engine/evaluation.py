@@ -2,7 +2,7 @@
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import mean, median
 
@@ -57,13 +57,27 @@ def load_cases(folder: Path) -> list[tuple[Path, dict]]:
     return cases
 
 
-def evaluate_library(engine: Engine, folder: Path, probes: bool = True, jobs: int = 1) -> Report:
-    """Score every case; with jobs > 1 the cases are scored in that many worker processes (same results, in order)."""
+def without_test_outcomes(engine: Engine, snap: Snapshot) -> Snapshot:
+    """`snap` without the outcomes of deliberate A/B tests (signals marked controlled_test: a rollback, a swapped
+    part, a raised cap): the evidence an on-call engineer has before anyone has tried a fix."""
+    tests = {sid for sid, s in engine.kb.signals.items() if s.controlled_test}
+    keep = lambda part: {k: v for k, v in part.items() if k not in tests}
+    return replace(snap, current=keep(snap.current), baseline=keep(snap.baseline))
+
+
+def evaluate_library(engine: Engine, folder: Path, probes: bool = True, jobs: int = 1,
+                     before_fixes: bool = False) -> Report:
+    """Score every case; with jobs > 1 the cases are scored in that many worker processes (same results, in order).
+
+    `before_fixes` scores each case without its A/B test outcomes (see without_test_outcomes).
+    """
     checklist = load_file(engine.kb.root / "checklist.yaml")["order"]
     work = []
     for path, case in load_cases(folder):   # validate everything here, so a bad case fails before any work starts
         where = str(path)
         snap = parse_snapshot(case["snapshot"], engine.kb, where)
+        if before_fixes:
+            snap = without_test_outcomes(engine, snap)
         expected = case["expected"]["root_cause"]
         ok = {expected, *(case["expected"].get("also_acceptable") or [])}
         for cause in sorted(ok):

@@ -226,7 +226,10 @@ def tech(name, fmt):
               help="also list holdout misses (off by default: the holdout is for scoring, not for tuning)")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="worker processes to score cases in (default: one per CPU)")
-def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs):
+@click.option("--before-fixes", is_flag=True,
+              help="drop every case's A/B test outcomes (rollback, swapped part, raised cap, isolation...): "
+                   "the evidence before anyone tried a fix")
+def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs, before_fixes):
     """Score the ranking on a labeled incident library FOLDER (cases/*.yaml, holdout/ scored apart)."""
     import json
     import os
@@ -234,7 +237,8 @@ def eval_cmd(folder, fmt, probes, min_ac3, show_holdout_misses, jobs):
     from perfdoctor.engine.evaluation import calibration, evaluate_library, per_root_cause, summary
     try:
         engine = _engine()
-        report = evaluate_library(engine, Path(folder), probes=probes, jobs=jobs or os.cpu_count() or 1)
+        report = evaluate_library(engine, Path(folder), probes=probes, jobs=jobs or os.cpu_count() or 1,
+                                  before_fixes=before_fixes)
     except InputError as exc:
         fail(exc)
     whole, tuned, held = summary(report), summary(report, holdout=False), summary(report, holdout=True)

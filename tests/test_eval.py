@@ -74,3 +74,21 @@ def test_cli_eval_bad_case(tmp_path):
     (tmp_path / "bad.yaml").write_text("id: x\nexpected: {root_cause: warp_core}\nsnapshot: {current: {e2e_p99_s: 1}}\n")
     r = CliRunner().invoke(cli, ["eval", str(tmp_path)])
     assert r.exit_code == 2 and "expected.root_cause: unknown root cause 'warp_core'" in r.output
+
+
+def test_before_fixes_drops_only_the_test_outcomes(engine, tmp_path):
+    """A real case whose reporter bisected and rolled back: without the rollback's outcome it is less certain."""
+    shutil.copy(REPO / "cases" / "1840_llamacpp_b1843_split_mode_default.yaml", tmp_path / "case.yaml")
+    from perfdoctor.engine.evaluation import without_test_outcomes
+    from perfdoctor.symptoms.snapshot import parse_snapshot
+    from perfdoctor.yamlio import load_file
+    case = load_file(tmp_path / "case.yaml")
+    snap = parse_snapshot(case["snapshot"], engine.kb, "case.yaml")
+    before = without_test_outcomes(engine, snap)
+    assert "rollback_restores" in snap.current and "rollback_restores" not in before.current
+    assert set(snap.current) - set(before.current) == {"rollback_restores"}
+    assert before.changes == snap.changes and before.baseline == snap.baseline
+    full = evaluate_library(engine, tmp_path, probes=False).results[0]
+    early = evaluate_library(engine, tmp_path, probes=False, before_fixes=True).results[0]
+    assert full.top == "software_version_regression"
+    assert early.top_probability < full.top_probability
