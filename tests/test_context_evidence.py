@@ -1255,3 +1255,17 @@ def test_a_gpu_without_nvlink_is_read_from_the_catalog(engine, gpu, per_node, me
     d = _diagnose(engine, {**SERVING, "gpu": gpu, "gpus_per_node": per_node, "tp": per_node}, {"itl_p50_s": 0.03}, current)
     seen = d.observations.get("no_nvlink")
     assert (seen.present if seen else None) is expected
+
+
+@pytest.mark.parametrize("cpu, present", [(0.5, True), (1.0, None), (None, True)])
+def test_loader_workers_no_effect_reads_storage_only_with_cpu_to_spare(engine, cpu, present):
+    """More loader workers that change nothing point under the loader (storage) only while the host has idle cores:
+    with every core busy, more processes cannot add CPU, so a CPU-bound loader shows the same 'no effect'."""
+    now = {"step_time_s": 0.8, "dataloader_wait_frac": 0.5, "loader_workers_effect": "no_effect"}
+    if cpu is not None:
+        now["host_cpu_util"] = {"node0": cpu}
+    d = _diagnose(engine, TRAINING_1, {"step_time_s": 0.4}, now)
+    assert d.observations["loader_workers_no_effect"].present is present
+    if cpu == 1.0:
+        ids = [h.id for h in d.hypotheses]
+        assert ids.index("input_pipeline_stall") < ids.index("storage_io_bottleneck")
