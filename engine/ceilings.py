@@ -8,8 +8,9 @@ reach perhaps 60-90 % of memory bandwidth and 40-70 % of tensor peak.
 fraction_of_ceiling is always "how close to the limit": observed/ceiling for rates and capacities,
 floor/observed for time floors (for the training step that is MFU).
 
-Inputs. context: gpu, model {params_b, active_params_b, layers, hidden_size, attention_heads, kv_heads,
-head_dim, weight_dtype, kv_dtype} or model_params_b or model_config (a Hugging Face config.json),
+Inputs. context: gpu, model {params_b, active_params_b, experts, experts_per_token, layers, hidden_size,
+attention_heads, kv_heads, head_dim, kv_latent_dim, weight_dtype, kv_dtype} or model_params_b or model_config
+(a Hugging Face config.json: dense, Mixtral / Qwen-MoE / DeepSeek / gpt-oss mixture-of-experts, MLA attention),
 tp, pp, gpus_per_replica, replicas, gpu_memory_utilization, gpus, tokens_per_step or global_batch_size and
 seq_len, interconnect, gpus_per_node, allreduce {n, message_bytes, link, link_gb_s}.
 signals: {signal_id: number or {entity: number}}. A plain number for a serving signal is read as one
@@ -28,9 +29,10 @@ DTYPE_BYTES = {
     "fp8": 1, "float8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1,
     "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
 }
-MODEL_KEYS = ("params_b", "active_params_b", "layers", "hidden_size", "attention_heads", "kv_heads",
-              "head_dim", "weight_dtype", "kv_dtype")
-MOE_CONFIG_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size")
+MODEL_KEYS = ("params_b", "active_params_b", "experts", "experts_per_token", "layers", "hidden_size",
+              "attention_heads", "kv_heads", "head_dim", "kv_latent_dim", "weight_dtype", "kv_dtype")
+EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")   # Mixtral/gpt-oss, Qwen, DeepSeek
+EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token")
 
 
 @dataclass
@@ -51,11 +53,14 @@ class ModelFacts:
     """What the ceilings need to know about the model; None where it was not given."""
     params_b: float | None = None
     active_params_b: float | None = None
+    experts: float | None = None             # routed experts per MoE layer
+    experts_per_token: float | None = None   # routed experts each token goes through (top-k)
     layers: float | None = None
     hidden_size: float | None = None
     attention_heads: float | None = None
     kv_heads: float | None = None
     head_dim: float | None = None
+    kv_latent_dim: float | None = None       # MLA: compressed KV plus decoupled RoPE key, cached per token and layer
     weight_bytes_per_param: float = 2
     kv_bytes_per_elem: float = 2
     notes: list[str] = field(default_factory=list)
@@ -73,7 +78,17 @@ class ModelFacts:
         return self.params_b * 1e9 * self.weight_bytes_per_param if self.params_b else None
 
     @property
+    def routed_params_b(self) -> float | None:
+        """All routed-expert parameters: total - active = routed * (1 - k/E)."""
+        if not self.is_moe or not self.experts or not self.experts_per_token \
+                or self.experts_per_token >= self.experts:
+            return None
+        return (self.params_b - self.active_params_b) / (1 - self.experts_per_token / self.experts)
+
+    @property
     def kv_bytes_per_token(self) -> float | None:
+        if self.layers is not None and self.kv_latent_dim is not None:
+            return self.layers * self.kv_latent_dim * self.kv_bytes_per_elem
         if None in (self.layers, self.kv_heads, self.head_dim):
             return None
         return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_bytes_per_elem
@@ -167,13 +182,12 @@ def read_hf_config(path: str, base_dir: Path | None = None) -> tuple[dict, list[
         "weight_dtype": _config_weight_dtype(cfg),
     }
     notes = []
-    if cfg.get("kv_lora_rank"):
-        facts.update(kv_heads=None, head_dim=None)
-        notes.append(f"{path}: MLA attention (kv_lora_rank): the 2*layers*kv_heads*head_dim KV formula does not "
-                     "apply; give context.model.kv_heads and head_dim for an equivalent, or KV ceilings are skipped")
-    params, note = _params_from_config(cfg)
-    if params:
-        facts["params_b"] = params / 1e9
+    if cfg.get("kv_lora_rank"):   # MLA caches one latent vector and one RoPE key per token and layer
+        facts.update(kv_heads=None, head_dim=None,
+                     kv_latent_dim=cfg["kv_lora_rank"] + (cfg.get("qk_rope_head_dim") or 0))
+    count, note = _params_from_config(cfg)
+    if count:
+        facts.update(count)
     if note:
         notes.append(f"{path}: {note}")
     return {k: v for k, v in facts.items() if v is not None}, notes
@@ -184,25 +198,62 @@ def _config_weight_dtype(cfg: dict) -> str | None:
     bits = quant.get("bits") or quant.get("w_bit")
     if bits in (4, 8):
         return {4: "int4", 8: "int8"}[bits]
-    if "fp8" in str(quant.get("quant_method", "")).lower():
+    method = str(quant.get("quant_method", "")).lower()
+    if "fp8" in method:
         return "fp8"
+    if "mxfp4" in method:   # gpt-oss: the experts, nearly all the bytes; attention and embeddings stay 16-bit
+        return "mxfp4"
     return cfg.get("torch_dtype") or cfg.get("dtype")
 
 
-def _params_from_config(cfg: dict) -> tuple[float | None, str | None]:
-    """Parameter count of a dense Llama-style decoder (gated MLP), or (None, why not)."""
-    if any(cfg.get(k) for k in MOE_CONFIG_KEYS):
-        return None, "mixture-of-experts config: give context.model.params_b and active_params_b"
-    need = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
-    if any(not cfg.get(k) for k in need):
-        return None, "cannot count parameters from this config: give context.model.params_b"
-    v, h, n_layers, heads = cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+def _attention_params(cfg: dict) -> int:
+    """Attention projections of one layer: standard (q, k, v, o) or DeepSeek's multi-head latent attention."""
+    h, heads = cfg["hidden_size"], cfg["num_attention_heads"]
+    if cfg.get("kv_lora_rank"):   # arXiv:2405.04434, section 2.1
+        rope, nope = cfg.get("qk_rope_head_dim") or 0, cfg.get("qk_nope_head_dim") or 0
+        v_dim, kv_rank, q_rank = cfg.get("v_head_dim") or nope, cfg["kv_lora_rank"], cfg.get("q_lora_rank")
+        q = h * q_rank + q_rank * heads * (nope + rope) if q_rank else h * heads * (nope + rope)
+        return q + h * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * h
     kv_heads = cfg.get("num_key_value_heads") or heads
     head_dim = cfg.get("head_dim") or h // heads
-    attention = h * heads * head_dim * 2 + h * kv_heads * head_dim * 2   # q and o, k and v
-    mlp = 3 * h * cfg["intermediate_size"]                                # gate, up, down
+    return h * heads * head_dim * 2 + h * kv_heads * head_dim * 2   # q and o, k and v
+
+
+def _is_moe_layer(cfg: dict, i: int) -> bool:
+    """Which decoder layers carry experts: DeepSeek's first dense layers and stride, Qwen's sparse step."""
+    if i < (cfg.get("first_k_dense_replace") or 0) or i in (cfg.get("mlp_only_layers") or []):
+        return False
+    if cfg.get("moe_layer_freq"):
+        return i % cfg["moe_layer_freq"] == 0
+    return (i + 1) % (cfg.get("decoder_sparse_step") or 1) == 0
+
+
+def _params_from_config(cfg: dict) -> tuple[dict | None, str | None]:
+    """Parameter counts of a decoder with gated MLPs (Llama-style, or mixture-of-experts as in Mixtral,
+    Qwen-MoE, DeepSeek-V2/V3 and gpt-oss): {params_b} or {params_b, active_params_b, experts,
+    experts_per_token}, or (None, why not). Norms, biases and multi-token-prediction heads are left out."""
+    need = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads")
+    experts = next((cfg[k] for k in EXPERT_COUNT_KEYS if cfg.get(k)), None)
+    top_k = next((cfg[k] for k in EXPERTS_PER_TOKEN_KEYS if cfg.get(k)), None)
+    expert_width = cfg.get("moe_intermediate_size") or cfg.get("intermediate_size")
+    if any(not cfg.get(k) for k in need) or not (cfg.get("intermediate_size") or experts and expert_width):
+        return None, "cannot count parameters from this config: give context.model.params_b"
+    if experts and not (top_k and expert_width):
+        return None, ("mixture-of-experts config without num_experts_per_tok or an expert width: give "
+                      "context.model.params_b and active_params_b")
+    v, h, n_layers = cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"]
     embeddings = v * h * (1 if cfg.get("tie_word_embeddings") else 2)
-    return n_layers * (attention + mlp) + embeddings, None
+    attention = _attention_params(cfg)
+    if not experts:
+        return {"params_b": (n_layers * (attention + 3 * h * cfg["intermediate_size"]) + embeddings) / 1e9}, None
+    expert = 3 * h * expert_width                                          # gate, up, down
+    shared = (cfg.get("n_shared_experts") or 0) * expert + 3 * h * (cfg.get("shared_expert_intermediate_size") or 0)
+    moe_layers = sum(_is_moe_layer(cfg, i) for i in range(n_layers))
+    dense_mlp = 3 * h * (cfg.get("intermediate_size") or 0) * (n_layers - moe_layers)
+    always = n_layers * attention + dense_mlp + moe_layers * (shared + h * experts) + embeddings   # router: h * E
+    return {"params_b": (always + moe_layers * experts * expert) / 1e9,
+            "active_params_b": (always + moe_layers * top_k * expert) / 1e9,
+            "experts": experts, "experts_per_token": top_k}, None
 
 
 def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | None = None) -> ModelFacts | None:
@@ -254,24 +305,45 @@ def weight_bytes_ceiling(m: ModelFacts, gpus: float) -> Ceiling:
 
 def kv_per_token_ceiling(m: ModelFacts) -> Ceiling:
     value = m.kv_bytes_per_token
-    return Ceiling(
-        "kv_bytes_per_token", "KV-cache bytes per token", value, "bytes/token",
-        f"2 (K and V) * {m.layers:g} layers * {m.kv_heads:g} kv_heads * {m.head_dim:g} head_dim * "
-        f"{m.kv_bytes_per_elem:g} bytes = {_f(value)} bytes/token",
-        {"layers": m.layers, "kv_heads": m.kv_heads, "head_dim": m.head_dim, "kv_bytes_per_elem": m.kv_bytes_per_elem})
+    if m.kv_latent_dim is not None:   # MLA (arXiv:2405.04434, table 1): (d_c + d_h^R) * layers elements per token
+        formula = (f"{m.layers:g} layers * {m.kv_latent_dim:g} (MLA latent + RoPE key) * {m.kv_bytes_per_elem:g} "
+                   f"bytes = {_f(value)} bytes/token")
+        inputs = {"layers": m.layers, "kv_latent_dim": m.kv_latent_dim, "kv_bytes_per_elem": m.kv_bytes_per_elem}
+    else:
+        formula = (f"2 (K and V) * {m.layers:g} layers * {m.kv_heads:g} kv_heads * {m.head_dim:g} head_dim * "
+                   f"{m.kv_bytes_per_elem:g} bytes = {_f(value)} bytes/token")
+        inputs = {"layers": m.layers, "kv_heads": m.kv_heads, "head_dim": m.head_dim,
+                  "kv_bytes_per_elem": m.kv_bytes_per_elem}
+    return Ceiling("kv_bytes_per_token", "KV-cache bytes per token", value, "bytes/token", formula, inputs)
+
+
+def decode_weight_bytes(m: ModelFacts, batch: float) -> tuple[float, str]:
+    """Weight bytes one decode step reads, and how they were counted. A dense model reads all its weights.
+    A mixture-of-experts layer reads each expert that at least one of the batch's tokens is routed to: with
+    uniform routing 1 - (1 - k/E)^batch of them, so a large batch reads nearly every expert; skewed routing
+    reads fewer, down to the active weights alone (one token's k experts)."""
+    if not m.is_moe:
+        return m.weight_bytes, ""
+    active = m.active_b * 1e9 * m.weight_bytes_per_param
+    routed = m.routed_params_b
+    if routed is None:
+        return active, " (MoE: active weights only, a loose bound: give experts and experts_per_token)"
+    touched = 1 - (1 - m.experts_per_token / m.experts) ** batch
+    value = active + routed * 1e9 * m.weight_bytes_per_param * (touched - m.experts_per_token / m.experts)
+    return value, (f" (MoE: {touched:.0%} of {m.experts:g} experts touched by {batch:g} tokens under uniform "
+                   f"routing; skewed routing reads less, down to the active {_gb(active)})")
 
 
 def decode_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, batch: float, ctx: float,
                    observed: float | None) -> Ceiling:
     """Memory-bound decode: each step reads the weights once and every running sequence's KV cache."""
-    weights = m.active_b * 1e9 * m.weight_bytes_per_param if m.is_moe else m.weight_bytes
+    weights, how = decode_weight_bytes(m, batch)
     kv = batch * ctx * m.kv_bytes_per_token
     step = (weights + kv) / (gpu.hbm_bw_bytes_s * gpus)
     value = batch / step
-    moe = " (MoE: active weights only, a loose bound)" if m.is_moe else ""
     return Ceiling(
         "decode_tokens_per_s", "Decode throughput ceiling per replica (HBM bandwidth)", value, "tokens/s",
-        f"step >= (weights {_gb(weights)}{moe} + {batch:g} seqs * {_f(ctx)} tokens * {_f(m.kv_bytes_per_token)} B "
+        f"step >= (weights {_gb(weights)}{how} + {batch:g} seqs * {_f(ctx)} tokens * {_f(m.kv_bytes_per_token)} B "
         f"= {_gb(weights + kv)}) / ({gpu.hbm_bw_tb_s:g} TB/s * {gpus:g} GPUs) = {step * 1e3:.4g} ms; "
         f"{batch:g} / {step:.4g} s = {_f(value)} tokens/s",
         {"weight_bytes_read": weights, "batch": batch, "context_tokens": ctx,

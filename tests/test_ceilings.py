@@ -1,5 +1,6 @@
 """Hardware ceilings checked against hand computations (written out in the comments), and GPU name matching."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -287,16 +288,66 @@ def test_hf_config_70b_gqa(tmp_path):
     assert by_id(c)["kv_bytes_per_token"].value == 327_680
 
 
-def test_hf_config_moe_needs_params(tmp_path):
+CONFIGS = Path(__file__).parent / "fixtures" / "model_configs"
+
+
+@pytest.mark.parametrize("name, total_b, active_b", [
+    ("mixtral-8x7b-v0.1.json", 46.7, 12.9),   # Mistral's announcement: 46.7B total, 12.9B per token
+    ("qwen3-30b-a3b.json", 30.5, 3.3),         # the Qwen3 model card: 30.5B total, 3.3B activated
+    ("deepseek-v3.json", 671, 37),             # DeepSeek-V3 report: 671B total, 37B activated (MTP module apart)
+    ("gpt-oss-120b.json", 116.8, 5.13 + 0.58), # model card: 116.8B total, 5.13B active without the 0.58B input embedding
+])
+def test_hf_moe_configs_count_total_and_active_params(name, total_b, active_b):
+    facts, notes = read_hf_config(str(CONFIGS / name))
+    assert notes == []
+    assert facts["params_b"] == pytest.approx(total_b, rel=0.02)   # published figures are rounded
+    assert facts["active_params_b"] == pytest.approx(active_b, rel=0.02)
+
+
+def test_mla_kv_cache_is_the_latent_not_per_head_keys_and_values():
+    facts, _ = read_hf_config(str(CONFIGS / "deepseek-v3.json"))
+    assert facts["kv_latent_dim"] == 576   # kv_lora_rank 512 + qk_rope_head_dim 64
+    c = by_id(compute_ceilings({"gpu": H100, "model_config": str(CONFIGS / "deepseek-v3.json")})[0])
+    # 61 layers * 576 * 2 bytes (bf16 KV cache): 70,272 bytes/token; per-head K and V would be 128 x larger
+    assert c["kv_bytes_per_token"].value == 61 * 576 * 2
+    assert c["weight_bytes"].inputs["weight_bytes_per_param"] == 1   # fp8 checkpoint
+
+
+def test_moe_decode_reads_the_experts_a_batch_touches():
+    ctx = {"gpu": H100, "model_config": str(CONFIGS / "mixtral-8x7b-v0.1.json"), "tp": 2}
+    one = by_id(compute_ceilings(ctx, {"requests_running": 1, "prompt_tokens_mean": 100, "output_tokens_mean": 0})[0])
+    # one token reads its 2 of 8 experts: the active weights, 12.88e9 * 2 bytes
+    assert one["decode_tokens_per_s"].inputs["weight_bytes_read"] == pytest.approx(12.88e9 * 2, rel=0.001)
+    big = by_id(compute_ceilings(ctx, {"requests_running": 64, "prompt_tokens_mean": 100, "output_tokens_mean": 0})[0])
+    # 64 tokens leave an expert unread with probability (6/8)^64 ~ 1e-8: every weight is read
+    assert big["decode_tokens_per_s"].inputs["weight_bytes_read"] == pytest.approx(46.70e9 * 2, rel=0.001)
+    assert "experts touched by 64 tokens" in big["decode_tokens_per_s"].formula
+
+
+def test_moe_decode_from_given_totals():
+    # DeepSeek-V3 in fp8 on 8 GPUs at batch 64: 1 - (248/256)^64 = 87% of the experts are read each step
+    model = {"params_b": 671, "active_params_b": 37, "experts": 256, "experts_per_token": 8, "weight_dtype": "fp8",
+             "layers": 61, "kv_latent_dim": 576}
+    sig = {"requests_running": 64, "prompt_tokens_mean": 1000, "output_tokens_mean": 0}
+    c = by_id(compute_ceilings({"gpu": H100, "model": model, "tp": 8}, sig)[0])
+    routed = (671 - 37) / (1 - 8 / 256)
+    touched = 1 - (1 - 8 / 256) ** 64
+    expected = (37 + routed * (touched - 8 / 256)) * 1e9
+    assert c["decode_tokens_per_s"].inputs["weight_bytes_read"] == pytest.approx(expected)
+    assert 580e9 < expected < 590e9   # against 37e9 for the active weights alone
+
+
+def test_moe_without_expert_counts_is_the_active_only_bound(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**LLAMA2_13B, "num_local_experts": 8}))
     ctx = {"gpu": H100, "model_config": str(tmp_path / "config.json")}
     c, warnings = compute_ceilings(ctx, {"requests_running": 8, "prompt_tokens_mean": 100, "output_tokens_mean": 100})
     assert "weight_bytes" not in by_id(c)
-    assert any("mixture-of-experts" in w for w in warnings)
-    # given explicitly, decode reads only the active weights (a loose bound): 47B total, 13B active
+    assert any("mixture-of-experts config without num_experts_per_tok" in w for w in warnings)
+    # given explicitly without the expert counts, decode reads only the active weights (a loose bound)
     ctx["model"] = {"params_b": 47, "active_params_b": 13}
     c, _ = compute_ceilings(ctx, {"requests_running": 8, "prompt_tokens_mean": 100, "output_tokens_mean": 100})
     assert by_id(c)["decode_tokens_per_s"].inputs["weight_bytes_read"] == 26e9
+    assert "active weights only, a loose bound" in by_id(c)["decode_tokens_per_s"].formula
     assert by_id(c)["prefill_tokens_per_s"].inputs["active_params_b"] == 13
 
 
