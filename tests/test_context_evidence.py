@@ -1269,3 +1269,19 @@ def test_loader_workers_no_effect_reads_storage_only_with_cpu_to_spare(engine, c
     if cpu == 1.0:
         ids = [h.id for h in d.hypotheses]
         assert ids.index("input_pipeline_stall") < ids.index("storage_io_bottleneck")
+
+
+@pytest.mark.parametrize("util, idle_finding, busy_finding", [(0.1, True, None), (0.9, None, True)])
+def test_clocks_down_on_an_idle_gpu_read_as_idle_power_state_not_load_throttling(engine, util, idle_finding, busy_finding):
+    """Clocks below the baseline on a mostly idle GPU are the idle power state between sparse requests (clocks event
+    reason GpuIdle); on a busy GPU the same drop is load throttling. Each reading is unknown in the other's regime."""
+    base = {"e2e_p50_s": 0.01, "sm_clock_mhz": {"gpu0": 1600}, "gpu_util": {"gpu0": 0.9}}
+    now = {"e2e_p50_s": 0.04, "sm_clock_mhz": {"gpu0": 600}, "gpu_util": {"gpu0": util}}
+    d = _diagnose(engine, {"workload": "inference", "nodes": 1, "gpus_per_node": 1}, base, now)
+    assert d.observations["sm_clock_down_while_idle"].present is idle_finding
+    assert d.observations["sm_clock_down"].present is busy_finding
+    if util < 0.3:   # the idle reading counts for throttling (its idle power-state form); without clocks it cannot
+        p = lambda d: next(h.probability for h in d.hypotheses if h.id == "gpu_throttling")  # noqa: E731
+        no_clocks = {k: v for k, v in now.items() if k != "sm_clock_mhz"}
+        without = _diagnose(engine, {"workload": "inference", "nodes": 1, "gpus_per_node": 1}, base, no_clocks)
+        assert p(d) > 2 * p(without)
