@@ -1257,16 +1257,20 @@ def test_a_gpu_without_nvlink_is_read_from_the_catalog(engine, gpu, per_node, me
     assert (seen.present if seen else None) is expected
 
 
-@pytest.mark.parametrize("cpu, present", [(0.5, True), (1.0, None), (None, True)])
-def test_loader_workers_no_effect_reads_storage_only_with_cpu_to_spare(engine, cpu, present):
-    """More loader workers that change nothing point under the loader (storage) only while the host has idle cores:
-    with every core busy, more processes cannot add CPU, so a CPU-bound loader shows the same 'no effect'."""
+@pytest.mark.parametrize("cpu, threads, present", [(0.5, None, True), (1.0, None, None), (None, None, True),
+                                                   (0.13, 4.0, None), (0.13, 1.0, True)])
+def test_loader_workers_no_effect_reads_storage_only_with_cpu_to_spare(engine, cpu, threads, present):
+    """More loader workers that change nothing point under the loader (storage) only while the job has idle cores:
+    with every core busy, more processes cannot add CPU, so a CPU-bound loader shows the same 'no effect'. A
+    narrow affinity mask (4 busy threads per usable core) saturates the job's cores while the host average is 13%."""
     now = {"step_time_s": 0.8, "dataloader_wait_frac": 0.5, "loader_workers_effect": "no_effect"}
     if cpu is not None:
         now["host_cpu_util"] = {"node0": cpu}
+    if threads is not None:
+        now["cpu_threads_per_core"] = {"node0": threads}
     d = _diagnose(engine, TRAINING_1, {"step_time_s": 0.4}, now)
     assert d.observations["loader_workers_no_effect"].present is present
-    if cpu == 1.0:
+    if cpu == 1.0 or threads == 4.0:
         ids = [h.id for h in d.hypotheses]
         assert ids.index("input_pipeline_stall") < ids.index("storage_io_bottleneck")
 
