@@ -4,7 +4,7 @@ import json
 from perfdoctor.engine.rank import Diagnosis, Hypothesis
 from perfdoctor.kb.loader import KB
 
-LOW_CONFIDENCE = 0.5   # a leading P below this was right at most about half the time on unseen incidents (README)
+LOW_CONFIDENCE = 0.5   # a leading P below this was right about two times in three or less on unseen incidents (README)
 CLOSE_CALL = 0.1       # leading two hypotheses this close: the evidence does not separate them yet
 RETEST_ALWAYS = "P50/P95/P99 of TTFT, ITL and end-to-end latency (or step time), throughput, cost per token, error rate"
 
@@ -64,11 +64,17 @@ def confidence(d: Diagnosis) -> str | None:
     return None
 
 
+def weak_leader_record(p: float) -> str:
+    """How often a leader this weak was right on the holdout (README, calibration): 44% under 0.3, 68% in 0.3-0.5."""
+    return "fewer than half the time" if p < 0.3 else "about two times in three"
+
+
 def confidence_line(d: Diagnosis) -> str | None:
     hs, kind = d.hypotheses, confidence(d)
     if kind == "low":
         return (f"Low confidence: the leading cause has P={hs[0].probability:.2f}. On the incident library's unseen "
-                "cases a leader this weak was right about half the time or less: take the next probes before acting.")
+                f"cases a leader this weak was right {weak_leader_record(hs[0].probability)}: take the next probes "
+                "before acting.")
     if kind == "close":
         return (f"Close call: {hs[0].id} (P={hs[0].probability:.2f}) and {hs[1].id} (P={hs[1].probability:.2f}) are "
                 "not yet told apart; the next probes are ranked to separate them.")

@@ -32,9 +32,10 @@ STRINGS = {
     "no_more": ("No more questions: every probe is answered or skipped.", "没有更多问题：所有探测都已回答或跳过。"),
     "upcoming": ("Questions after this one", "之后的问题"),
     "ranking": ("Ranking", "排序"),
-    "conf_low": ("Low confidence: the leading cause has P = {p:.2f}. On unseen incidents a leader this weak was right "
-                 "about half the time or less: answer the next questions before acting.",
-                 "置信度低：首要原因的 P = {p:.2f}。在未参与调参的事故上，这么弱的首位只有约一半或更少是对的："
+    "conf_low": ("Low confidence: the leading cause has P = {p:.2f}. On unseen incidents a leader under P 0.5 was right "
+                 "about two times in three, one under P 0.3 fewer than half the time: answer the next questions before "
+                 "acting.",
+                 "置信度低：首要原因的 P = {p:.2f}。在未参与调参的事故上，P 低于 0.5 的首位约三次中对两次，低于 0.3 的不到一半："
                  "先回答后面的问题再动手。"),
     "conf_close": ("Close call: {a} (P = {p:.2f}) and {b} (P = {p2:.2f}) are not yet told apart; the next question "
                    "is chosen to separate them.",
