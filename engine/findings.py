@@ -120,19 +120,27 @@ def _fmt(x, unit=""):
 
 def _added_share(snap, sid, finding, rule, unit):
     """Where the added time went: the parts' share of (now - before), from the parts' shares in both states.
-    Unknown unless every value is known before and now and the time grew by at least MIN_ADDED_SHARE_GROWTH."""
-    names = [sid, *rule.parts]
-    if any(n not in snap.current or n not in snap.baseline for n in names):
+    Unknown unless the time is known in both states, every part now, and the time grew by at least
+    MIN_ADDED_SHARE_GROWTH. A part missing from the baseline counts as 0 there, which bounds the share from above:
+    enough to show the parts took too little of the added time (an `above` rule absent, a `below` rule present),
+    never that they took much of it."""
+    if any(n not in snap.current for n in [sid, *rule.parts]) or sid not in snap.baseline:
         return None
     now, before = (mean(_values(snap.current[sid]).values()), mean(_values(snap.baseline[sid]).values()))
     if before <= 0 or now < before * (1 + MIN_ADDED_SHARE_GROWTH):
         return None
+    unknown_before = [p for p in rule.parts if p not in snap.baseline]
     share_now = sum(mean(_values(snap.current[p]).values()) for p in rule.parts)
-    share_before = sum(mean(_values(snap.baseline[p]).values()) for p in rule.parts)
+    share_before = sum(mean(_values(snap.baseline[p]).values()) for p in rule.parts if p not in unknown_before)
     share = (now * share_now - before * share_before) / (now - before)
     present = share > rule.above if rule.above is not None else share < rule.below
-    detail = f"{' + '.join(rule.parts)} took {share:.0%} of the {_fmt(now - before, unit)} added to {sid} " \
+    if unknown_before and present == (rule.above is not None):
+        return None   # an upper bound that clears `above` or misses `below` proves nothing
+    took = f"at most {share:.0%}" if unknown_before else f"{share:.0%}"
+    detail = f"{' + '.join(rule.parts)} took {took} of the {_fmt(now - before, unit)} added to {sid} " \
              f"({_fmt(before, unit)} -> {_fmt(now, unit)})"
+    if unknown_before:
+        detail += f"; {', '.join(unknown_before)} unknown in the baseline, counted as 0"
     return Observation(finding.id, sid, present, detail)
 
 

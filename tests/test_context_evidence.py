@@ -997,6 +997,9 @@ READINGS = {
     # the wait around the transfer (bootstrap, pre-allocation) went from 50 to 200 ms
     "kv_handoff_wait_up": (DISAGG, None, {"ttft_p50_s": 0.5, "kv_handoff_wait_s": 0.05}, {"ttft_p50_s": 1.0},
                            "kv_handoff_wait_s", 0.2, 0.05, "kv_transfer_bottleneck", 2),
+    # TTFT 0.5 s -> 0.7 s with the KV transfer itself at 6 ms: 180 ms of the 0.7 s is the wait around the hand-off
+    "kv_handoff_wait_share_of_ttft": (DISAGG, None, {"ttft_p50_s": 0.5}, {"ttft_p50_s": 0.7, "kv_transfer_time_p50_s": 0.006},
+                                      "kv_handoff_wait_s", 0.18, 0.01, "kv_transfer_bottleneck", 2),
     # the step slowed by 40% after the enforced power limit went from 700 W to 450 W on the only GPU
     "power_limit_down": (TRAINING_1, None, {"step_time_s": 1.0, "power_limit_w": {"gpu0": 700}}, {"step_time_s": 1.4},
                          "power_limit_w", {"gpu0": 450}, {"gpu0": 700}, "gpu_throttling", 2),
@@ -1208,6 +1211,21 @@ def test_where_the_added_step_time_went(engine, wait_before, wait_now, data_wait
     assert "took" in d.observations["added_time_is_data_wait"].detail
     top = d.hypotheses[0].id
     assert (top in ("input_pipeline_stall", "storage_io_bottleneck")) is data_wait
+
+
+@pytest.mark.parametrize("wait_now, ruled_out", [(0.1, True), (0.6, False)])
+def test_a_data_wait_unknown_before_bounds_its_share_of_the_added_time(engine, wait_now, ruled_out):
+    """Step 0.5 s -> 1.0 s with the loader wait measured only now: counting the old wait as 0 gives the most the wait
+    can have taken of the added 0.5 s. At 10% of the step that is at most 20%: the loader did not cause the
+    slowdown. At 60% it could be up to 120%, which proves nothing either way, so nothing is read."""
+    ctx = {"workload": "training", "nodes": 1, "gpus_per_node": 8}
+    d = _diagnose(engine, ctx, {"step_time_s": 0.5}, {"step_time_s": 1.0, "dataloader_wait_frac": wait_now})
+    obs = d.observations.get("added_time_is_data_wait")
+    if ruled_out:
+        assert obs.present is False
+        assert "at most 20%" in obs.detail and "unknown in the baseline" in obs.detail
+    else:
+        assert obs is None or obs.present is None
 
 
 def test_added_time_is_not_read_from_a_small_change(engine):
