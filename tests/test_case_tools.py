@@ -33,3 +33,30 @@ def test_case_vocab_lists_signals_and_causes_but_no_strengths():
     assert "- requests_waiting [requests, number, per replica]" in out.stdout
     assert "- load_surge: Load surge." in out.stdout
     assert "strength:" not in out.stdout and "prior:" not in out.stdout and "leak" not in out.stdout
+
+
+def test_label_agreement_counts_the_auditor_against_label_and_acceptable_causes(tmp_path):
+    """An audit that names every case's label agrees fully; one that names a wrong cause for one library case
+    (not among its acceptable ones) drops the library share by one case; a case without a reading is an error."""
+    import yaml
+    rows, library = [], 0
+    for path in sorted((REPO / "cases").rglob("*.yaml")):
+        case = yaml.safe_load(path.read_text())
+        rows.append([case["id"], case["expected"]["root_cause"], "high", "-"])
+        library += "holdout" not in path.parts
+    audit = tmp_path / "audit.csv"
+    write = lambda rs: audit.write_text("id,cause,confidence,second\n" + "".join(",".join(r) + "\n" for r in rs))  # noqa: E731
+    write(rows)
+    out = run("scripts/label_agreement.py", str(audit))
+    assert out.returncode == 0
+    assert f"library ({library} cases): auditor names the label 1.000, an acceptable cause 1.000" in out.stdout
+    first = rows[0]   # a library case: cases/*.yaml sort before cases/holdout/
+    case = yaml.safe_load((REPO / "cases" / f"{first[0]}.yaml").read_text())
+    wrong = next(c for c in ("noisy_neighbor", "load_surge")
+                 if c not in {case["expected"]["root_cause"], *(case["expected"].get("also_acceptable") or [])})
+    write([[first[0], wrong, "high", "-"], *rows[1:]])
+    out = run("scripts/label_agreement.py", str(audit))
+    assert f"an acceptable cause {(library - 1) / library:.3f}" in out.stdout
+    write(rows[1:])
+    out = run("scripts/label_agreement.py", str(audit))
+    assert out.returncode != 0 and f"no reading for case {rows[0][0]}" in out.stderr
