@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdoctor.errors import InputError
-from perfdoctor.kb.hardware_schema import GpuSpec, Hardware, load_hardware, match_gpu, match_interconnect
+from perfdoctor.kb.hardware_schema import GpuSpec, Hardware, load_hardware, match_gpu, match_interconnect, match_model
 from perfdoctor.yamlio import load_file
 
 DTYPE_BYTES = {
@@ -29,7 +29,7 @@ DTYPE_BYTES = {
     "fp8": 1, "float8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1,
     "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
 }
-MODEL_KEYS = ("params_b", "active_params_b", "experts", "experts_per_token", "layers", "hidden_size",
+MODEL_KEYS = ("name", "params_b", "active_params_b", "experts", "experts_per_token", "layers", "hidden_size",
               "attention_heads", "kv_heads", "head_dim", "kv_latent_dim", "weight_dtype", "kv_dtype")
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")   # Mixtral/gpt-oss, Qwen, DeepSeek
 EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token")
@@ -170,6 +170,12 @@ def read_hf_config(path: str, base_dir: Path | None = None) -> tuple[dict, list[
     cfg = load_file(p, shown=str(path))
     if not isinstance(cfg, dict):
         raise InputError(str(path), "", "expected a JSON object")
+    return facts_from_config(cfg, str(path))
+
+
+def facts_from_config(cfg: dict, shown: str) -> tuple[dict, list[str]]:
+    """Model facts from the fields of a Hugging Face config.json, and notes (prefixed by `shown`) on what
+    could not be read."""
     if "num_hidden_layers" not in cfg and isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "torch_dtype": cfg.get("torch_dtype", cfg["text_config"].get("torch_dtype"))}
     first = lambda *keys: next((cfg[k] for k in keys if cfg.get(k) is not None), None)  # noqa: E731
@@ -189,7 +195,7 @@ def read_hf_config(path: str, base_dir: Path | None = None) -> tuple[dict, list[
     if count:
         facts.update(count)
     if note:
-        notes.append(f"{path}: {note}")
+        notes.append(f"{shown}: {note}")
     return {k: v for k, v in facts.items() if v is not None}, notes
 
 
@@ -256,18 +262,21 @@ def _params_from_config(cfg: dict) -> tuple[dict | None, str | None]:
             "experts": experts, "experts_per_token": top_k}, None
 
 
-def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | None = None) -> ModelFacts | None:
-    """Merge model_config, model_params_b and model (later wins); None when the context names no model."""
+def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | None = None,
+                  hardware: Hardware | None = None) -> ModelFacts | None:
+    """Merge the catalog shape of a named model, model_config, model_params_b and model's own fields (later
+    wins); None when the context gives nothing about the model."""
     warnings = [] if warnings is None else warnings
     given = context.get("model") or {}
-    if isinstance(given, str):  # a model name only: it says nothing about the shape
-        given = {}
+    if isinstance(given, str):
+        given = {"name": given}
     if not isinstance(given, dict):
         raise InputError("context", "model", "must be a mapping or a model name")
     for key in given:
         if key not in MODEL_KEYS:
             raise InputError("context", f"model.{key}", f"unknown key; expected one of {', '.join(MODEL_KEYS)}")
-    facts: dict = {}
+    given = dict(given)
+    facts = _catalog_facts(str(given.pop("name", "") or ""), hardware, warnings)
     if context.get("model_config"):
         from_config, notes = read_hf_config(context["model_config"], base_dir)
         facts.update(from_config)
@@ -277,7 +286,7 @@ def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | 
     facts.update({k: v for k, v in given.items() if v is not None})
     if not facts:
         return None
-    nums = {k: _opt(facts, k, prefix="model.") for k in MODEL_KEYS if k not in ("weight_dtype", "kv_dtype")}
+    nums = {k: _opt(facts, k, prefix="model.") for k in MODEL_KEYS if k not in ("name", "weight_dtype", "kv_dtype")}
     m = ModelFacts(**nums)
     m.kv_heads = m.kv_heads or m.attention_heads
     if m.head_dim is None and m.hidden_size and m.attention_heads:
@@ -289,6 +298,23 @@ def resolve_model(context: dict, base_dir: Path | None = None, warnings: list | 
     kv = _dtype_bytes(facts.get("kv_dtype"), "model.kv_dtype")
     m.kv_bytes_per_elem = kv or (m.weight_bytes_per_param if m.weight_bytes_per_param >= 2 else 2)
     return m
+
+
+def _catalog_facts(name: str, hardware: Hardware | None, warnings: list) -> dict:
+    """The shape of a model the catalog knows by this name, with the weight format its quantization tag names;
+    {} (and a note) for a name the catalog does not know."""
+    if not name.strip():
+        return {}
+    shape, tag_dtype = match_model(name, hardware)
+    if shape is None:
+        warnings.append(f"model {name!r} is not in kb/hardware/models.yaml: give context.model_config or "
+                        "context.model {params_b, layers, kv_heads, ...} for the model ceilings")
+        return {}
+    facts, _ = facts_from_config(shape.config, f"kb/hardware/models.yaml {shape.id}")
+    warnings.append(f"model {name!r}: shape of {shape.title} from kb/hardware/models.yaml ({shape.sources[0]})")
+    if tag_dtype:
+        facts["weight_dtype"] = tag_dtype
+    return facts
 
 
 # ---------------------------------------------------------------- the ceilings
@@ -584,12 +610,12 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
     hardware = hardware or load_hardware()
     warnings: list[str] = []
     gpu = _gpu(context, hardware, warnings)
-    m = resolve_model(context, base_dir, warnings)
+    m = resolve_model(context, base_dir, warnings, hardware)
     gpus = _gpus_per_replica(context)
     out: list[Ceiling] = []
-    if m is None:
+    if m is None and not context.get("model"):
         warnings.append("no model in context (model, model_params_b or model_config): model ceilings are skipped")
-    else:
+    elif m is not None:
         warnings.extend(m.notes)
         if not _skip(warnings, "weight_bytes", {"model params_b": m.params_b}):
             out.append(weight_bytes_ceiling(m, gpus))

@@ -1,4 +1,5 @@
-"""Hardware specs as data: GPUs (kb/hardware/gpus.yaml) and scale-out links (kb/hardware/interconnects.yaml)."""
+"""Hardware specs as data: GPUs (kb/hardware/gpus.yaml), scale-out links (kb/hardware/interconnects.yaml) and the
+shapes of well-known models (kb/hardware/models.yaml)."""
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -77,9 +78,32 @@ class Interconnect(Entry):
         return self.gbit_s / 8
 
 
+class ModelShape(Entry):
+    """One published model: the architecture fields of its Hugging Face config.json, so that a model named
+    in the context gets the same ceilings as one given by model_config."""
+    id: str
+    title: str
+    names: list[str] = Field(min_length=1, description="Hugging Face repo ids (org/name) with this exact shape")
+    aliases: list[str] = Field([], description="short names people type: ollama tags, names without the org")
+    config: dict = Field(description="config.json fields: layers, widths, heads, vocabulary, experts, dtype")
+    published: dict[Literal["total", "active"], float] = Field(
+        description="the vendor's parameter counts in billions, which the config must reproduce (a check on typos)")
+    notes: str = ""
+    sources: list[str] = Field(min_length=1, description="the config.json each figure was read from")
+
+    @model_validator(mode="after")
+    def _config_complete(self):
+        need = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
+        missing = [k for k in need if not self.config.get(k)]
+        if missing:
+            raise ValueError(f"config lacks {', '.join(missing)}")
+        return self
+
+
 class Hardware(Entry):
     gpus: list[GpuSpec]
     interconnects: list[Interconnect]
+    models: list[ModelShape] = []
 
 
 def normalize(name: str) -> str:
@@ -121,9 +145,16 @@ def load_hardware(directory: Path = HARDWARE_DIR) -> Hardware:
     """Load and check gpus.yaml and interconnects.yaml."""
     gpus = _load_list(directory / "gpus.yaml", GpuSpec)
     links = _load_list(directory / "interconnects.yaml", Interconnect)
+    models = _load_list(directory / "models.yaml", ModelShape) if (directory / "models.yaml").is_file() else []
     _check_unique(gpus, directory / "gpus.yaml", lambda g: [g.id, *g.names, *g.aliases])
     _check_unique(links, directory / "interconnects.yaml", lambda i: [i.id, *i.names])
-    return Hardware(gpus=gpus, interconnects=links)
+    seen: dict[str, str] = {}
+    for m in models:
+        for label in [m.id, *m.names, *m.aliases]:
+            key = model_key(label)[0]
+            if seen.setdefault(key, m.id) != m.id:
+                raise InputError(str(directory / "models.yaml"), m.id, f"name {label!r} also matches {seen[key]!r}")
+    return Hardware(gpus=gpus, interconnects=links, models=models)
 
 
 def _match(name: str, entries, exact, loose):
@@ -154,3 +185,40 @@ def match_interconnect(name: str, hardware: Hardware | None = None) -> Interconn
         return None
     hw = hardware or load_hardware()
     return _match(name, hw.interconnects, lambda i: i.names, lambda i: [i.id])
+
+
+# Name parts that say how a checkpoint was packaged, not which model it is: chat/instruct tuning keeps the shape.
+TUNING_WORDS = {"instruct", "chat", "hf", "it", "base", "gguf", "dynamic", "bnb"}
+# Quantization tags in a repo or tag name, and the weight format they mean (bytes per weight follow from it).
+QUANT_WORDS = {"fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "awq": "int4", "gptq": "int4", "int4": "int4",
+               "w4a16": "int4", "4bit": "int4", "int8": "int8", "w8a8": "int8", "w8a16": "int8", "8bit": "int8"}
+GGUF_QUANT = re.compile(r"[-_.:](i?q([2-8])_(?:k(?:_[sml])?|[01]|xxs|xs|s|m|nl))$", re.I)   # llama.cpp: Q4_K_M, Q8_0, IQ3_XS
+
+
+def model_key(name: str) -> tuple[str, str | None]:
+    """The shape-identifying part of a model name, and the weight format its quantization tag implies.
+    'Qwen/Qwen2.5-7B-Instruct-AWQ' -> ('qwen2.57b', 'int4'); 'llama3.1:8b' -> ('llama3.18b', None)."""
+    s = name.strip().lower().rsplit("/", 1)[-1]
+    dtype = None
+    gguf = GGUF_QUANT.search(s)
+    if gguf:
+        dtype = "int8" if gguf.group(2) == "8" else "int4"
+        s = s[:gguf.start()]
+    words = [w for w in re.split(r"[\s\-_:]+", s) if w]
+    while words and (words[-1] in TUNING_WORDS or words[-1] in QUANT_WORDS):
+        word = words.pop()
+        dtype = dtype or QUANT_WORDS.get(word)
+    return "".join(words), dtype
+
+
+def match_model(name: str, hardware: Hardware | None = None) -> tuple[ModelShape | None, str | None]:
+    """The catalog model a repo id, tag or short name refers to (None if unknown), and the weight format
+    named by its quantization tag (None if it names none)."""
+    if not name or not name.strip():
+        return None, None
+    hw = hardware or load_hardware()
+    key, dtype = model_key(name)
+    for m in hw.models:
+        if key in (model_key(label)[0] for label in [m.id, *m.names, *m.aliases]):
+            return m, dtype
+    return None, dtype

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from perfdoctor.engine.ceilings import compute_ceilings, read_hf_config
+from perfdoctor.engine.ceilings import compute_ceilings, facts_from_config, read_hf_config
 from perfdoctor.errors import InputError
-from perfdoctor.kb.hardware_schema import load_hardware, match_gpu, match_interconnect
+from perfdoctor.kb.hardware_schema import HARDWARE_DIR, load_hardware, match_gpu, match_interconnect, match_model
 
 H100 = "NVIDIA H100 80GB HBM3"
 GIB = 2**30
@@ -393,3 +393,80 @@ def test_missing_model_config_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no such file") as err:
         compute_ceilings({"model_config": str(tmp_path / "nope.json")})
     assert err.value.key == "context.model_config"
+
+
+# ---------------------------------------------------------------- the model catalog (kb/hardware/models.yaml)
+
+@pytest.mark.parametrize("shape", load_hardware().models, ids=lambda m: m.id)
+def test_catalog_configs_reproduce_the_published_parameter_counts(shape):
+    facts, notes = facts_from_config(shape.config, shape.id)
+    assert notes == []
+    assert facts["params_b"] == pytest.approx(shape.published["total"], rel=0.03)
+    if "active" in shape.published:
+        assert facts["active_params_b"] == pytest.approx(shape.published["active"], rel=0.03)
+    assert shape.sources[0].endswith("/config.json")
+
+
+def test_a_catalog_entry_agrees_with_the_config_file_it_was_read_from():
+    by_name = by_id(compute_ceilings({"gpu": H100, "model": "mistralai/Mixtral-8x7B-Instruct-v0.1"})[0])
+    by_file = by_id(compute_ceilings({"gpu": H100, "model_config": str(CONFIGS / "mixtral-8x7b-v0.1.json")})[0])
+    assert {k: c.value for k, c in by_name.items()} == {k: c.value for k, c in by_file.items()}
+
+
+@pytest.mark.parametrize("name, model_id, dtype", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama_3_8b", None),
+    ("llama3.1:8b", "llama_3_8b", None),                       # ollama tag
+    ("Meta-Llama-3-8B-Instruct", "llama_3_8b", None),
+    ("Qwen/Qwen2.5-7B-Instruct-AWQ", "qwen2_5_7b", "int4"),    # a quantized repack keeps the shape
+    ("Qwen2.5-7B-Instruct-GPTQ-Int4", "qwen2_5_7b", "int4"),
+    ("nvidia/Llama-3.3-70B-Instruct-FP8", "llama_3_70b", "fp8"),
+    ("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF-Q8_0", "llama_3_8b", "int8"),
+    ("gpt-oss:20b", "gpt_oss_20b", None),
+    ("deepseek-ai/DeepSeek-R1", "deepseek_v3", None),
+    ("Qwen3-30B-A3B", "qwen3_30b_a3b", None),
+])
+def test_match_model(name, model_id, dtype):
+    shape, tag = match_model(name)
+    assert (shape.id, tag) == (model_id, dtype)
+
+
+@pytest.mark.parametrize("name", ["Qwen3-8B-Omni", "llama-7b", "Llama-3.1-8", "resnet50", ""])
+def test_match_model_unknown(name):
+    assert match_model(name)[0] is None
+
+
+def test_a_named_model_gets_the_ceilings_and_says_where_its_shape_came_from():
+    sig = {"requests_running": 32, "prompt_tokens_mean": 1000, "output_tokens_mean": 200, "output_tokens_per_s": 1500}
+    c, warnings = compute_ceilings({"gpu": H100, "model": "meta-llama/Llama-3.1-8B-Instruct"}, sig)
+    c = by_id(c)
+    # 32 layers * 8 KV heads * 128 head_dim * 2 (K and V) * 2 bytes
+    assert c["kv_bytes_per_token"].value == 131_072
+    assert c["weight_bytes"].value == pytest.approx(8.03e9 * 2, rel=0.001)
+    assert c["decode_tokens_per_s"].observed == 1500
+    assert any("shape of Llama 3 / 3.1 8B from kb/hardware/models.yaml" in w for w in warnings)
+
+
+def test_a_quantization_tag_sets_the_weight_format_unless_the_context_gives_one():
+    fp8 = by_id(compute_ceilings({"model": "nvidia/Llama-3.3-70B-Instruct-FP8"})[0])
+    assert fp8["weight_bytes"].inputs["weight_bytes_per_param"] == 1
+    given = by_id(compute_ceilings({"model": {"name": "nvidia/Llama-3.3-70B-Instruct-FP8", "weight_dtype": "bf16"}})[0])
+    assert given["weight_bytes"].inputs["weight_bytes_per_param"] == 2
+
+
+def test_an_unknown_model_name_says_how_to_give_the_shape():
+    c, warnings = compute_ceilings({"gpu": H100, "model": "Qwen3.8-27B"}, {"requests_running": 4})
+    assert c == []
+    assert any(w.startswith("model 'Qwen3.8-27B' is not in kb/hardware/models.yaml") for w in warnings)
+    assert not any(w.startswith("no model in context") for w in warnings)
+
+
+def test_a_catalog_name_claimed_twice_is_an_input_error(tmp_path):
+    for f in ("gpus.yaml", "interconnects.yaml"):
+        (tmp_path / f).write_text((HARDWARE_DIR / f).read_text())
+    entry = ("- id: {id}\n  title: T\n  names: [org/Llama-3.1-8B]\n  config: {{num_hidden_layers: 2, hidden_size: 8, "
+             "num_attention_heads: 2, vocab_size: 10, intermediate_size: 8}}\n  published: {{total: 1}}\n"
+             "  sources: [https://example.org/config.json]\n")
+    (tmp_path / "models.yaml").write_text(entry.format(id="a") + entry.format(id="b"))
+    with pytest.raises(InputError, match="also matches 'a'") as err:
+        load_hardware(tmp_path)
+    assert err.value.key == "b"
