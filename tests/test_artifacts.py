@@ -491,7 +491,9 @@ def test_kineto_synthetic_breakdown(tmp_path):
     a = load_artifact(str(p))
     assert a.kind == "kineto"
     assert a.signals["step_time_s"] == {"rank1": pytest.approx(0.1)}
-    assert a.signals["comm_time_frac"] == {"rank1": pytest.approx(0.30)}
+    # NCCL runs 60-90 %, 60-70 % of it under the GEMM: only 70-90 % is exposed
+    assert a.signals["comm_time_frac"] == {"rank1": pytest.approx(0.20)}
+    assert "NCCL kernels cover 30% of the step, 33% of that hidden under compute kernels" in " ".join(a.notes)
     assert a.signals["gpu_idle_frac"] == {"rank1": pytest.approx(0.30)}
     assert a.signals["dataloader_wait_frac"] == {"rank1": pytest.approx(0.20)}
     assert a.context["world_size"] == 2 and a.context["gpu"] == "NVIDIA H100 80GB HBM3"
