@@ -499,6 +499,23 @@ def test_kineto_synthetic_breakdown(tmp_path):
     assert a.context["world_size"] == 2 and a.context["gpu"] == "NVIDIA H100 80GB HBM3"
 
 
+def test_kineto_exposed_comm_counts_nccl_time_no_compute_kernel_covers(tmp_path):
+    """SYNTHETIC: two NCCL kernels on two streams overlapping each other (10-40 % and 30-60 %) and two compute
+    kernels (0-20 %, 50-55 %): NCCL covers 50 %, compute hides 10-20 % and 50-55 %, so 35 % is exposed."""
+    t0, step = 1_700_000_000_000, 100_000
+    at = lambda p: t0 + p * step // 100  # noqa: E731
+    kernel = lambda name, a, b, tid: {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": tid,  # noqa: E731
+                                      "ts": at(a), "dur": at(b) - at(a), "args": {"device": 0}}
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 7, "tid": 7, "ts": t0, "dur": step},
+              kernel("ncclDevKernel_AllGather_RING_LL", 10, 40, 20), kernel("ncclDevKernel_ReduceScatter_RING_LL", 30, 60, 21),
+              kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", 0, 20, 7), kernel("vectorized_elementwise_kernel", 50, 55, 7)]
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    a = load_artifact(str(p))
+    assert a.signals["comm_time_frac"] == {"rank0": pytest.approx(0.35)}
+    assert a.signals["gpu_idle_frac"] == {"rank0": pytest.approx(0.40)}   # 0-60 % busy
+
+
 def test_kineto_rank_from_file_name_and_gzip(tmp_path):
     p = tmp_path / "rank-3.Jul_15_10_52_41.1074.pt.trace.json.gz"
     p.write_bytes(gzip.compress(json.dumps(make_trace(rank=None)).encode()))
