@@ -160,7 +160,8 @@ class Engine:
         if name and match_interconnect(str(name)) is None and not any(n.startswith("unknown interconnect") for n in notes):
             notes.append(f"unknown interconnect {str(name)!r} (context.interconnect): facts and ceilings that need "
                          "its bandwidth are skipped")
-        warnings = [n for n in notes if n.startswith(("unknown GPU", "unknown interconnect")) or "the context is off" in n]
+        warnings = [n for n in notes if n.startswith(("unknown GPU", "unknown interconnect", "model '"))
+                    or "the context is off" in n]
         baseline = {**snap.baseline, **{k: v for k, v in derived_before.items() if k in derived}}
         return replace(snap, current={**snap.current, **derived}, baseline=baseline), ceilings, warnings
 

@@ -100,3 +100,17 @@ def test_measured_prompt_throughput_sets_the_prefill_roofline_without_a_request_
     implied = {**now, "request_rate_rps": 1.0, "prompt_tokens_mean": 1000}
     d = engine.diagnose(parse_snapshot({"context": context, "current": implied}, engine.kb, "t"), with_probes=False)
     assert next(c for c in d.ceilings if c.id == "prefill_tokens_per_s").observed == pytest.approx(15000)
+
+
+def test_a_model_named_from_the_catalog_reads_like_its_shape_and_an_unknown_name_warns(engine):
+    data = load_file(LOW_UTIL)
+    data["context"]["model"] = "meta-llama/Llama-3.3-70B-Instruct"   # the same 70B GQA shape, from kb/hardware/models.yaml
+    d, ids, _ = _ranked(engine, data, "named")
+    decode = next(c for c in d.ceilings if c.id == "decode_tokens_per_s")
+    # 0.81 with the hand-written shape's 70B params; the config counts 70.55B, so a little more to read per step
+    assert round(decode.fraction_of_ceiling, 2) == 0.82 and ids[0] == "decode_memory_bound"
+    assert any(w.startswith("model 'meta-llama/Llama-3.3-70B-Instruct': shape of Llama 3 / 3.1 / 3.3 70B") for w in d.warnings)
+    data["context"]["model"] = "Llama-3.3-70B-Instruct-but-pruned"
+    d, _, _ = _ranked(engine, data, "unknown")
+    assert not any(c.id == "decode_tokens_per_s" for c in d.ceilings)
+    assert any("is not in kb/hardware/models.yaml" in w for w in d.warnings)
