@@ -202,6 +202,10 @@ def test_knowledge_page_filters_and_draws_the_graph():
     assert all("vram" in r or "vram" in w for r, w in zip(at.dataframe[0].value["relieves"], at.dataframe[0].value["can_worsen"]))
     causes = at.dataframe[1].value.set_index("id")
     assert "nvidia_smi_query" in causes.loc["gpu_throttling", "probes"]
+    gpus, models = at.dataframe[2].value.set_index("id"), at.dataframe[3].value.set_index("id")
+    assert gpus.loc["h100_sxm", "HBM TB/s"] == 3.35
+    assert models.loc["qwen3_30b_a3b", "params B"] == 30.53 and models.loc["qwen3_30b_a3b", "active B"] == 3.35
+    assert "llama3.1:8b" in models.loc["llama_3_8b", "names"]
     whole = at.get("graphviz_chart")[0].proto.spec
     at.selectbox(key="kb_focus").set_value("gpu_throttling").run()
     part = at.get("graphviz_chart")[0].proto.spec

@@ -92,6 +92,7 @@ STRINGS = {
     "all": ("all", "全部"),
     "causes_probes": ("Root causes and the probes that test them", "根因及检验它们的探测"),
     "graph": ("Causal graph", "因果图"),
+    "hardware": ("Hardware ceilings: GPUs and model shapes", "硬件上限：GPU 与模型结构"),
     "focus": ("Show the neighbourhood of one root cause", "只显示某个根因的邻域"),
     "everything": ("(whole graph)", "（整个图）"),
 }

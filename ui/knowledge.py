@@ -1,9 +1,12 @@
-"""Knowledge page: the technology-to-bottleneck map, root causes with their probes, the causal graph."""
+"""Knowledge page: the technology-to-bottleneck map, root causes with their probes, the GPU and model catalogs,
+the causal graph."""
 import networkx as nx
 import pandas as pd
 import streamlit as st
 
+from perfdoctor.engine.ceilings import facts_from_config
 from perfdoctor.engine.graph import build_graph, node, to_dot
+from perfdoctor.kb.hardware_schema import load_hardware
 from perfdoctor.ui.common import get_engine
 from perfdoctor.ui.i18n import kb_text, t
 from perfdoctor.ui.logic import probes_for_cause
@@ -34,6 +37,21 @@ def render(lang: str):
                                 "probes": ", ".join(probes_for_cause(kb, rc.id))}
                                for rc in sorted(kb.root_causes.values(), key=lambda r: r.id)]),
                  hide_index=True, width="stretch")
+
+    st.subheader(t("hardware", lang))
+    hw = load_hardware()
+    st.dataframe(pd.DataFrame([{"id": g.id, "title": g.title, "HBM GB": g.hbm_gb, "HBM TB/s": g.hbm_bw_tb_s,
+                                "16-bit dense TFLOPS": g.tensor_tflops, "FP8 dense TFLOPS": g.fp8_dense_tflops,
+                                "NVLink GB/s": g.nvlink_gb_s, "source": g.sources[0]} for g in hw.gpus]),
+                 hide_index=True, width="stretch")
+    models = []
+    for m in hw.models:
+        facts, _ = facts_from_config(m.config, m.id)
+        models.append({"id": m.id, "title": m.title, "params B": round(facts["params_b"], 2),
+                       "active B": round(facts["active_params_b"], 2) if "active_params_b" in facts else None,
+                       "layers": facts.get("layers"), "kv heads": facts.get("kv_heads"),
+                       "names": ", ".join(m.names + m.aliases), "source": m.sources[0]})
+    st.dataframe(pd.DataFrame(models), hide_index=True, width="stretch")
 
     st.subheader(t("graph", lang))
     focus = st.selectbox(t("focus", lang), [None] + sorted(kb.root_causes), key="kb_focus",
