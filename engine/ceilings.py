@@ -128,7 +128,7 @@ def _dtype_bytes(name, key: str) -> float | None:
 
 def _signal(signals: dict, key: str, how: str = "mean") -> float | None:
     """A signal as one number: a scalar as given (per replica for serving signals), a mapping averaged over
-    its entities, or with how='max' the largest (the slowest rank)."""
+    its entities, or with how='max' / 'min' the largest (the slowest rank) / the smallest."""
     value = signals.get(key)
     if value is None:
         return None
@@ -136,7 +136,7 @@ def _signal(signals: dict, key: str, how: str = "mean") -> float | None:
         nums = [_pos_or_zero(v, key) for v in value.values()]
         if not nums:
             return None
-        return max(nums) if how == "max" else sum(nums) / len(nums)
+        return max(nums) if how == "max" else min(nums) if how == "min" else sum(nums) / len(nums)
     return _pos_or_zero(value, key)
 
 
@@ -451,6 +451,14 @@ def batch_cap_ceiling(cap: float, observed: float | None) -> Ceiling:
         {"max_num_seqs": cap}, observed, _fraction(observed, cap))
 
 
+def gpus_installed_ceiling(per_node: float, fewest_listed: float | None) -> Ceiling:
+    """The GPUs each node should have (context.gpus_per_node) against the fewest the driver lists on a node."""
+    return Ceiling(
+        "gpus_installed", "GPUs per node", per_node, "GPUs",
+        f"gpus_per_node = {per_node:g} (context)", {"gpus_per_node": per_node}, fewest_listed,
+        _fraction(fewest_listed, per_node))
+
+
 def client_inflight_ceiling(concurrency: float, held: float | None) -> Ceiling:
     """Requests the clients (load generator or gateway) have in flight against those the engines hold.
 
@@ -637,6 +645,9 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
     if context.get("max_num_seqs") is not None:
         out.append(batch_cap_ceiling(_pos(context["max_num_seqs"], "max_num_seqs"),
                                      _signal(signals, "requests_running", how="max")))
+    if context.get("gpus_per_node") is not None and signals.get("gpus_visible") is not None:
+        out.append(gpus_installed_ceiling(_pos(context["gpus_per_node"], "gpus_per_node"),
+                                          _signal(signals, "gpus_visible", how="min")))
     if context.get("client_concurrency") is not None:
         out.append(client_inflight_ceiling(_pos(context["client_concurrency"], "client_concurrency"),
                                            _engine_held(signals)))

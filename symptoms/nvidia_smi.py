@@ -285,6 +285,7 @@ def _build(kind, where, driver, cuda, attached, gpus, procs=None) -> Artifact:
         notes.append("all GPUs at 0% utilization when captured: clocks, power and PCIe gen are idle values")
     if attached and int(attached) != len(gpus):
         notes.append(f"header says {int(attached)} attached GPUs but the file has {len(gpus)} GPU sections")
+    listed = {"gpus_visible": {"node": len(gpus)}} if gpus else {}
     names = sorted({g["name"] for g in gpus if g["name"]})
     ctx = {"gpu": ", ".join(names), "driver": driver, "cuda": cuda, "gpu_count": len(gpus), "bus_ids": bus_ids}
-    return Artifact(kind, {k: v for k, v in sig.items() if v}, {k: v for k, v in ctx.items() if v}, notes)
+    return Artifact(kind, {k: v for k, v in sig.items() if v} | listed, {k: v for k, v in ctx.items() if v}, notes)

@@ -97,7 +97,7 @@ def test_other_real_files_are_not_claimed(name):
 def test_nvidia_smi_q_8xh100_idle():
     a = load("nvidia-smi_q_8xH100_sxm_idle.txt")
     gpus = [f"gpu{i}" for i in range(8)]
-    assert a.context["gpu_count"] == 8
+    assert a.context["gpu_count"] == 8 and a.signals["gpus_visible"] == {"node": 8}
     assert a.context["gpu"] == "NVIDIA H100 80GB HBM3"
     assert a.context["driver"] == "565.57.01" and a.context["cuda"] == "12.7"
     assert a.context["bus_ids"]["gpu0"] == "00000000:18:00.0"

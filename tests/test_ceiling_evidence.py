@@ -114,3 +114,17 @@ def test_a_model_named_from_the_catalog_reads_like_its_shape_and_an_unknown_name
     d, _, _ = _ranked(engine, data, "unknown")
     assert not any(c.id == "decode_tokens_per_s" for c in d.ceilings)
     assert any("is not in kb/hardware/models.yaml" in w for w in d.warnings)
+
+
+def test_a_node_listing_fewer_gpus_than_it_should_points_to_a_hardware_fault(engine):
+    data = {"context": {"workload": "training", "gpu": "H100", "nodes": 2, "gpus_per_node": 8}, "changes": [],
+            "baseline": {"step_time_s": 1.0}, "current": {"step_time_s": 1.6, "gpus_visible": {"node0": 8, "node1": 7}}}
+    d, ids, p = _ranked(engine, data, "one GPU missing")
+    listed = next(c for c in d.ceilings if c.id == "gpus_installed")
+    assert (listed.value, listed.observed, listed.fraction_of_ceiling) == (8, 7, 0.875)
+    assert d.observations["gpu_missing_from_node"].present
+    assert ids[0] == "gpu_hardware_fault"
+    data["current"]["gpus_visible"]["node1"] = 8
+    full, full_ids, full_p = _ranked(engine, data, "all listed")
+    assert full.observations["gpu_missing_from_node"].present is False
+    assert full_ids[0] != "gpu_hardware_fault" and full_p["gpu_hardware_fault"] < p["gpu_hardware_fault"] / 3
