@@ -160,7 +160,7 @@ def test_nvidia_smi_xml_a100_mig():
 def test_table_pre450_one_process_per_gpu():
     a = load_artifact(str(LOCAL / "nvidia-smi_8x2080ti_418_processes.txt"))
     s = a.signals
-    assert a.kind == "nvidia_smi_table" and a.context["gpu_count"] == 8
+    assert a.kind == "nvidia_smi_table" and a.context["gpu_count"] == 8 and s["gpus_visible"] == {"node": 8}
     assert a.context["driver"] == "418.87.01" and a.context["cuda"] == "10.1"
     assert a.context["bus_ids"]["gpu5"] == "00000000:0C:00.0"
     assert s["gpu_compute_procs"] == {"gpu0": 1, "gpu1": 0, "gpu2": 1, "gpu3": 0, "gpu4": 0, "gpu5": 0,

@@ -119,3 +119,17 @@ def test_real_h200_decode_like_gemv_is_memory_bound_not_compute(tmp_path):
     ids = ranking(r.output)
     assert ids[0] == "decode_memory_bound"
     assert ids.index("prefill_compute_bound") > 0
+
+
+def test_a_node_short_of_gpus_next_to_a_full_one_points_at_a_hardware_fault(tmp_path):
+    """The real nvidia-smi -q of a healthy node lists its 8 H100s; the user's count on the other node says 7."""
+    full = REAL / "nvidia-smi_q_8xH100_sxm_idle.txt"
+    snap = tmp_path / "s.yaml"
+    snap.write_text("context: {workload: training, gpu: H100, nodes: 2, gpus_per_node: 8}\nchanges: []\n"
+                    "baseline: {step_time_s: 1.0}\ncurrent: {step_time_s: 1.6, gpus_visible: {node1: 7}}\n")
+    short = json.loads(run("diagnose", snap, "--artifact", f"node0:{full}", "--format", "json").output)
+    assert short["observations"]["gpu_missing_from_node"]["present"]
+    assert ranking(json.dumps(short))[0] == "gpu_hardware_fault"
+    snap.write_text(snap.read_text().replace("gpus_visible: {node1: 7}", "gpus_visible: {node1: 8}"))
+    listed = json.loads(run("diagnose", snap, "--artifact", f"node0:{full}", "--format", "json").output)
+    assert listed["observations"]["gpu_missing_from_node"]["present"] is False
