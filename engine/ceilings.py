@@ -472,6 +472,28 @@ def client_inflight_ceiling(concurrency: float, held: float | None) -> Ceiling:
         {"client_concurrency": concurrency}, held, _fraction(held, concurrency))
 
 
+def client_inflight_running_ceiling(concurrency: float, running: float) -> Ceiling:
+    """Requests the clients have in flight against the engines' running batch, where the waiting count is unknown.
+
+    A running batch far below what the clients keep in flight means the rest wait somewhere: in the engine's
+    queue (admission stops below the cap) or in front of it (a gateway, serving layer or API server caps them).
+    With the waiting count known, engine_inflight_frac and the batch-cap readings tell the two apart.
+    """
+    return Ceiling(
+        "client_inflight_running", "Requests in flight at the clients, against the running batch", concurrency,
+        "requests", f"client_concurrency = {concurrency:g} (context); running batch summed over replicas "
+        "(waiting count unknown)", {"client_concurrency": concurrency}, running, _fraction(running, concurrency))
+
+
+def _engine_running(signals: dict) -> float | None:
+    """Running requests summed over replicas, only where the waiting count is unknown; None otherwise."""
+    running = signals.get("requests_running")
+    if running is None or signals.get("requests_waiting") is not None:
+        return None
+    values = running.values() if isinstance(running, dict) else [running]
+    return sum(_pos_or_zero(v, "requests_running") for v in values)
+
+
 def _engine_held(signals: dict) -> float | None:
     """Running plus waiting requests summed over replicas; None unless both are known."""
     parts = [signals.get("requests_running"), signals.get("requests_waiting")]
@@ -649,8 +671,10 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
         out.append(gpus_installed_ceiling(_pos(context["gpus_per_node"], "gpus_per_node"),
                                           _signal(signals, "gpus_visible", how="min")))
     if context.get("client_concurrency") is not None:
-        out.append(client_inflight_ceiling(_pos(context["client_concurrency"], "client_concurrency"),
-                                           _engine_held(signals)))
+        concurrency = _pos(context["client_concurrency"], "client_concurrency")
+        out.append(client_inflight_ceiling(concurrency, _engine_held(signals)))
+        if _engine_running(signals) is not None:
+            out.append(client_inflight_running_ceiling(concurrency, _engine_running(signals)))
     if "allreduce" in context or "nccl_busbw_gb_per_s" in signals:
         out.extend(_allreduce(m, gpu, context, signals, hardware, warnings))
     return out, warnings

@@ -21,6 +21,8 @@ OFF_CONTEXT_HINTS = {
     None: "check context.tp, gpus_per_replica, replicas",
     "running_batch_cap": "check context.max_num_seqs",
     "client_inflight": "the engines hold more than these clients send: other traffic, or check context.client_concurrency",
+    "client_inflight_running": "the engines run more than these clients send: other traffic, or check "
+                               "context.client_concurrency",
 }
 
 

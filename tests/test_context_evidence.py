@@ -276,6 +276,29 @@ def test_requests_missing_at_the_engines_point_in_front_of_them(engine):
     assert (ceiling.value, ceiling.observed) == (512, 6)
 
 
+def test_a_running_batch_far_below_the_clients_in_flight_points_at_a_cap_in_between(engine):
+    """2048 requests in flight, a cap of 2048, 1000 running and no waiting count (Ray issue 47681): the rest wait
+    in the engine's queue or in front of it, so the causes that hold requests back gain. A batch at its cap, a
+    closed loop of one, or a known waiting count (engine_inflight_frac reads it instead) say nothing of the sort."""
+    p = lambda d: sum(h.probability for h in d.hypotheses
+                      if h.id in ("batching_underutilization", "gateway_saturation", "kv_cache_exhaustion"))
+    ctx = {**SERVING, "max_num_seqs": 2048, "client_concurrency": 2048}
+    below = _diagnose(engine, ctx, {}, {"requests_running": {"replica0": 1000}})
+    even = _diagnose(engine, ctx, {}, {"requests_running": {"replica0": 1500}})
+    at_cap = _diagnose(engine, {**ctx, "max_num_seqs": 1000}, {}, {"requests_running": {"replica0": 1000}})
+    one = _diagnose(engine, {**SERVING, "client_concurrency": 1}, {}, {"requests_running": 0})
+    waiting = _diagnose(engine, ctx, {}, {"requests_running": {"replica0": 1000}, "requests_waiting": {"replica0": 0}})
+    assert below.observations["running_below_client_inflight"].present
+    assert even.observations["running_below_client_inflight"].present is False
+    assert at_cap.observations["running_below_client_inflight"].present is None
+    assert one.observations["running_below_client_inflight"].present is None
+    assert "running_below_client_inflight" not in waiting.observations
+    assert waiting.observations["requests_held_before_engine"].present
+    assert p(below) > 1.5 * p(even)
+    ceiling = next(c for c in below.ceilings if c.id == "client_inflight_running")
+    assert (ceiling.value, ceiling.observed) == (2048, 1000)
+
+
 def test_engines_holding_more_than_the_clients_send_is_flagged(engine):
     d = _diagnose(engine, {**SERVING, "client_concurrency": 8}, {}, {"requests_running": 30, "requests_waiting": 10})
     assert "requests_held_before_engine" not in d.observations
