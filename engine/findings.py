@@ -91,8 +91,10 @@ def _apply_condition(kb, snap, cond, obs):
     if cond.signal not in snap.current:
         return obs if cond.missing == "skip" else None
     value = AGGREGATES[cond.aggregate](_values(snap.current[cond.signal]).values())
-    holds = value > cond.above if cond.above is not None else value < cond.below
-    bound = f"{'>' if cond.above is not None else '<'} {cond.above if cond.above is not None else cond.below:g}"
+    op, limit = (">", cond.above) if cond.above is not None else (">=", cond.at_least) if cond.at_least is not None \
+        else ("<", cond.below)
+    holds = {">": value > limit, ">=": value >= limit, "<": value < limit}[op]
+    bound = f"{op} {limit:g}"
     shown = f"{cond.signal} {_fmt(value, kb.signals[cond.signal].unit)} ({cond.aggregate})"
     if isinstance(value, bool):   # a bool condition reads true as 1
         shown, bound = f"{cond.signal} is {str(value).lower()}", ""

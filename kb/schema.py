@@ -70,10 +70,19 @@ class Condition(SignalBound):
     otherwise: what the finding is when the condition fails: absent (the finding means 'X while Y'), or unknown
     (Y is what makes X evidence at all: low clocks on an idle GPU are power saving, not throttling).
     missing: what happens while the other signal is unmeasured: the finding is unknown, or the condition is skipped.
+    at_least: an inclusive lower bound, for a condition whose complement (`below` the same value) is another
+    finding's condition, so that a value exactly at the bound belongs to one of the two.
     """
+    at_least: float | None = None
     aggregate: Literal["max", "min", "median", "mean"] = "max"
     otherwise: Literal["absent", "unknown"] = "absent"
     missing: Literal["unknown", "skip"] = "unknown"
+
+    @model_validator(mode="after")
+    def _one_bound(self):
+        if [self.above, self.below, self.at_least].count(None) != 2:
+            raise ValueError("needs exactly one of above, below or at_least")
+        return self
 
 
 class TailRatioUp(Entry):

@@ -1316,10 +1316,11 @@ def test_loader_workers_no_effect_reads_storage_only_with_cpu_to_spare(engine, c
         assert ids.index("input_pipeline_stall") < ids.index("storage_io_bottleneck")
 
 
-@pytest.mark.parametrize("util, idle_finding, busy_finding", [(0.1, True, None), (0.9, None, True)])
+@pytest.mark.parametrize("util, idle_finding, busy_finding", [(0.1, True, None), (0.3, None, True), (0.9, None, True)])
 def test_clocks_down_on_an_idle_gpu_read_as_idle_power_state_not_load_throttling(engine, util, idle_finding, busy_finding):
     """Clocks below the baseline on a mostly idle GPU are the idle power state between sparse requests (clocks event
-    reason GpuIdle); on a busy GPU the same drop is load throttling. Each reading is unknown in the other's regime."""
+    reason GpuIdle); on a busy GPU the same drop is load throttling. Each reading is unknown in the other's regime, and
+    a GPU exactly 30% busy (the bound) is read as busy rather than by neither."""
     base = {"e2e_p50_s": 0.01, "sm_clock_mhz": {"gpu0": 1600}, "gpu_util": {"gpu0": 0.9}}
     now = {"e2e_p50_s": 0.04, "sm_clock_mhz": {"gpu0": 600}, "gpu_util": {"gpu0": util}}
     d = _diagnose(engine, {"workload": "inference", "nodes": 1, "gpus_per_node": 1}, base, now)
