@@ -65,7 +65,7 @@ def confidence(d: Diagnosis) -> str | None:
 
 
 def weak_leader_record(p: float) -> str:
-    """How often a leader this weak was right on the holdout (README, calibration): 33% under 0.3, 64% in 0.3-0.5."""
+    """How often a leader this weak was right on the holdout (README, calibration): 33% under 0.3, 65% in 0.3-0.5."""
     return "fewer than half the time" if p < 0.3 else "about two times in three"
 
 
