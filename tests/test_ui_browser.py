@@ -56,15 +56,21 @@ def browser(profile):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
 
-def answer_form(driver, wait, values, attempts=4):
-    """Type the example's values into the question form and submit; retried if Streamlit re-renders under us."""
+class FormNotReady(Exception):
+    """The question's heading is drawn but none of its answer fields yet (a busy machine renders slowly)."""
+
+
+def answer_form(driver, wait, values, attempts=6):
+    """Type the example's values into the question form and submit; retried if Streamlit re-renders under us
+    or has not drawn the fields yet."""
     from selenium.common.exceptions import StaleElementReferenceException
     for attempt in range(attempts):
         try:
             return _answer_form_once(driver, wait, values)
-        except StaleElementReferenceException:
+        except (StaleElementReferenceException, FormNotReady) as exc:
             if attempt == attempts - 1:
-                raise
+                raise AssertionError(f"no field of '{exc}' could be answered") if isinstance(exc, FormNotReady) \
+                    else exc
             time.sleep(1)
 
 
@@ -85,7 +91,8 @@ def _answer_form_once(driver, wait, values):
             box.send_keys(Keys.CONTROL, "a")
             box.send_keys(str(values[part][m.group(1)]))
             typed += 1
-    assert typed, f"no field of '{heading}' could be answered"
+    if not typed:
+        raise FormNotReady(heading)
     form.find_element(By.XPATH, ".//button[.//p[text()='Submit answer']]").click()
     wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '[data-testid="stForm"] h3').text != heading)
     return heading
