@@ -50,8 +50,12 @@ def change_finding_id(change_id: str) -> str:
 
 
 def _loc(err) -> str:
+    """The error's key path, without pydantic's tags for which member of a union it tried (list[Condition],
+    function-after[_one_bound(), Condition])."""
     out = ""
     for part in err["loc"]:
+        if isinstance(part, str) and ("[" in part or isinstance(getattr(schema, part, None), type)):
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
@@ -139,8 +143,13 @@ def _validate(kb, model, data, shown, entry_id):
     try:
         return model(**data) if isinstance(data, dict) else model.model_validate(data)
     except ValidationError as exc:
-        for err in exc.errors():
-            kb.issues.append(Issue(shown, entry_id, _loc(err), err["msg"]))
+        errors = exc.errors()
+        # a union (one condition or a list of them) reports every member it tried: where one member got the
+        # right kind of input, the others' "should be a valid list/dict" errors at the same key are noise
+        real = {_loc(e) for e in errors if not e["type"].endswith("_type")}
+        for err in errors:
+            if not (err["type"].endswith("_type") and _loc(err) in real):
+                kb.issues.append(Issue(shown, entry_id, _loc(err), err["msg"]))
         return None
 
 

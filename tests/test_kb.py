@@ -146,6 +146,16 @@ def test_a_bound_needs_exactly_one_side(kb_copy):
                for m in _messages(kb_copy))
 
 
+def test_a_condition_needs_exactly_one_bound(kb_copy):
+    """A `when` condition takes above, below or the inclusive at_least; two of them is an error naming the key."""
+    path = kb_copy / "signals" / "gpu.yaml"
+    path.write_text(path.read_text().replace("when: {signal: gpu_util, at_least: 0.3,",
+                                             "when: {signal: gpu_util, at_least: 0.3, above: 0.2,", 1))
+    msgs = [m for m in _messages(kb_copy) if "sm_clock_mhz: findings[0]" in m]
+    assert msgs == ["kb/signals/gpu.yaml: sm_clock_mhz: findings[0].rule.when: Value error, needs exactly one of "
+                    "above, below or at_least"]
+
+
 def test_an_added_share_needs_one_bound_and_known_parts(kb_copy):
     path = kb_copy / "signals" / "training.yaml"
     text = path.read_text()
