@@ -451,6 +451,16 @@ def batch_cap_ceiling(cap: float, observed: float | None) -> Ceiling:
         {"max_num_seqs": cap}, observed, _fraction(observed, cap))
 
 
+def call_batch_cap_ceiling(cap: float, call_batch: float) -> Ceiling:
+    """The engine's batch cap against the most prompts the layer above hands it in one call (LLM.generate's
+    list, one RPC, one batched actor call). Calls far below the cap while work is pending upstream mean a limit
+    in front of the engine sets the batch (Ray Serve: max_ongoing_requests below max_batch_size, PR 43840)."""
+    return Ceiling(
+        "call_batch_cap", "Configured batch cap, against the prompts handed to the engine per call", cap, "requests",
+        f"max_num_seqs = {cap:g} (context); engine_call_batch, the largest call seen", {"max_num_seqs": cap},
+        call_batch, _fraction(call_batch, cap))
+
+
 def gpus_installed_ceiling(per_node: float, fewest_listed: float | None) -> Ceiling:
     """The GPUs each node should have (context.gpus_per_node) against the fewest the driver lists on a node."""
     return Ceiling(
@@ -667,6 +677,9 @@ def compute_ceilings(context: dict, signals: dict | None = None, *, base_dir: Pa
     if context.get("max_num_seqs") is not None:
         out.append(batch_cap_ceiling(_pos(context["max_num_seqs"], "max_num_seqs"),
                                      _signal(signals, "requests_running", how="max")))
+        if signals.get("engine_call_batch") is not None:
+            out.append(call_batch_cap_ceiling(_pos(context["max_num_seqs"], "max_num_seqs"),
+                                              _signal(signals, "engine_call_batch", how="max")))
     if context.get("gpus_per_node") is not None and signals.get("gpus_visible") is not None:
         out.append(gpus_installed_ceiling(_pos(context["gpus_per_node"], "gpus_per_node"),
                                           _signal(signals, "gpus_visible", how="min")))

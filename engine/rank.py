@@ -20,6 +20,7 @@ IMPOSSIBLE_FRACTION = 1.1  # observed above a hardware ceiling: the inputs, not 
 OFF_CONTEXT_HINTS = {
     None: "check context.tp, gpus_per_replica, replicas",
     "running_batch_cap": "check context.max_num_seqs",
+    "call_batch_cap": "check context.max_num_seqs against the calls' batch (engine_call_batch)",
     "client_inflight": "the engines hold more than these clients send: other traffic, or check context.client_concurrency",
     "client_inflight_running": "the engines run more than these clients send: other traffic, or check "
                                "context.client_concurrency",

@@ -299,6 +299,26 @@ def test_a_running_batch_far_below_the_clients_in_flight_points_at_a_cap_in_betw
     assert (ceiling.value, ceiling.observed) == (2048, 1000)
 
 
+def test_calls_far_below_the_batch_cap_point_at_a_limit_in_front_of_the_engine(engine):
+    """Ray PR 43840 / issue 47681: a batcher set to 2048 handed calls of 1000 (an actor's concurrency default
+    caps them) runs under half its batch, so batching underutilization gains. Calls at the cap say the
+    opposite, calls of a handful are engine_fed_small_calls' reading, and without a cap nothing is read."""
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "batching_underutilization")
+    ctx = {**SERVING, "max_num_seqs": 2048}
+    short = _diagnose(engine, ctx, {}, {"engine_call_batch": 1000})
+    full = _diagnose(engine, ctx, {}, {"engine_call_batch": 2048})
+    few = _diagnose(engine, ctx, {}, {"engine_call_batch": 4})
+    uncapped = _diagnose(engine, SERVING, {}, {"engine_call_batch": 1000})
+    assert short.observations["calls_below_batch_cap"].present
+    assert full.observations["calls_below_batch_cap"].present is False
+    assert few.observations["calls_below_batch_cap"].present is None
+    assert few.observations["engine_fed_small_calls"].present
+    assert "calls_below_batch_cap" not in uncapped.observations
+    assert p(short) > 2 * p(full) and p(short) > 1.5 * p(uncapped)
+    ceiling = next(c for c in short.ceilings if c.id == "call_batch_cap")
+    assert (ceiling.value, ceiling.observed) == (2048, 1000)
+
+
 def test_engines_holding_more_than_the_clients_send_is_flagged(engine):
     d = _diagnose(engine, {**SERVING, "client_concurrency": 8}, {}, {"requests_running": 30, "requests_waiting": 10})
     assert "requests_held_before_engine" not in d.observations
