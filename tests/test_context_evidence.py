@@ -319,6 +319,23 @@ def test_calls_far_below_the_batch_cap_point_at_a_limit_in_front_of_the_engine(e
     assert (ceiling.value, ceiling.observed) == (2048, 1000)
 
 
+def test_a_plateau_well_below_the_batch_cap_points_at_admission_not_load(engine):
+    """SGLang issue 36889: 8 clients against a cap of 8, yet 2 running and 6 waiting, and throughput flat as the
+    load rose. A surge fills the batch to its cap first; a plateau under half the cap is an admission limit
+    (here the state cache), so KV exhaustion gains on load surge. At the cap the reading is absent."""
+    p = lambda d, c: next(h.probability for h in d.hypotheses if h.id == c)
+    ctx = {**SERVING, "max_num_seqs": 8, "client_concurrency": 8}
+    base = {"output_tokens_per_s": 37.3, "requests_running": 1, "requests_waiting": 0}
+    now = {"output_tokens_per_s": 47.3, "offered_load_ratio": 8, "load_scaling_gain": 1.08, "requests_waiting": 6}
+    below = _diagnose(engine, ctx, base, {**now, "requests_running": 2})
+    at_cap = _diagnose(engine, ctx, base, {**now, "requests_running": 8})
+    assert below.observations["throughput_plateau_below_batch_cap"].present
+    assert at_cap.observations["throughput_plateau_below_batch_cap"].present is False
+    assert p(below, "kv_cache_exhaustion") > p(below, "load_surge")
+    assert p(below, "kv_cache_exhaustion") / p(below, "load_surge") > \
+        2 * p(at_cap, "kv_cache_exhaustion") / p(at_cap, "load_surge")
+
+
 def test_engines_holding_more_than_the_clients_send_is_flagged(engine):
     d = _diagnose(engine, {**SERVING, "client_concurrency": 8}, {}, {"requests_running": 30, "requests_waiting": 10})
     assert "requests_held_before_engine" not in d.observations
