@@ -104,12 +104,14 @@ class Engine:
     def load(cls, kb_root=None) -> "Engine":
         return cls(load_kb(kb_root) if kb_root else load_kb())
 
-    def priors(self, context: dict, before_known: bool = True, generates: bool = False) -> np.ndarray:
+    def priors(self, context: dict, before_known: bool = True, generates: bool = False,
+               readings: frozenset = frozenset()) -> np.ndarray:
         """Cause priors for this context: scaled down where the context rules a cause out (see schema.Scope).
 
         `before_known` is False when the snapshot has neither a baseline nor a change list. `generates` is True
         when a training job also generates (context.rollouts: RL post-training), or its snapshot carries readings
         only an inference engine reports (rollouts on vLLM or SGLang): the inference causes apply to that phase.
+        `readings` are the signals the snapshot carries: a cause's `before_from` reading stands in for its before-state.
         """
         prior = self.net.prior.copy()
         workload, nodes, tp = context.get("workload"), context.get("nodes"), context.get("tp")
@@ -125,7 +127,7 @@ class Engine:
                     or (tp and tp < scope.min_tp) or (scope.needs_nvlink and no_nvlink) \
                     or (scope.needs_rdma and no_rdma) or (units and units < scope.min_gpus):
                 prior[i] *= scope.outside
-            if not before_known:
+            if not before_known and not readings & set(scope.before_from):
                 prior[i] *= scope.without_before
         return prior
 
@@ -193,7 +195,7 @@ class Engine:
         observations = evaluate(self.kb, snap)
         generates = bool(snap.context.get("rollouts")) or bool(self.engine_signals & snap.current.keys())
         prior = self.priors(snap.context, before_known=bool(snap.baseline) or snap.changes is not None,
-                            generates=generates)
+                            generates=generates, readings=frozenset(snap.current))
         joint = self.inference.query(self.evidence(observations), prior)
         order = np.argsort(-joint.cause_post, kind="stable")
         shown = order if top is None else order[:top]
@@ -219,7 +221,8 @@ class Engine:
             out.append("no baseline for " + ", ".join(sorted(ratio_only)) +
                        ": these signals cannot show a change and were not used")
         if not snap.baseline and snap.changes is None:
-            needs = sorted(c for c, rc in self.kb.root_causes.items() if rc.scope.without_before < 1)
+            needs = sorted(c for c, rc in self.kb.root_causes.items()
+                           if rc.scope.without_before < 1 and not snap.current.keys() & set(rc.scope.before_from))
             if needs:
                 out.append("neither a baseline nor a change list: " + ", ".join(needs) + " (a regression against "
                            "an earlier state) ranked down; give `changes` (or [] if nothing changed) or a baseline")

@@ -38,6 +38,9 @@ def check_references(kb: KB, g: nx.DiGraph) -> list[Issue]:
         for m in rc.modes:
             if not any(e.mode == m.id for e in rc.signatures):
                 out.append(Issue(_file(kb, rc.id), rc.id, f"modes.{m.id}", "a mode needs at least one signature"))
+        for i, sid in enumerate(rc.scope.before_from):
+            if sid not in kb.signals:
+                out.append(Issue(_file(kb, rc.id), rc.id, f"scope.before_from[{i}]", f"unknown signal '{sid}'"))
     for rc in kb.root_causes.values():
         for i, eff in enumerate(rc.signatures):
             others = [o.id for o in kb.root_causes.values() if o.id != rc.id and any(e.target == eff.target for e in o.signatures)]

@@ -266,6 +266,8 @@ class Scope(Entry):
     outside: Probability = Field(0.02, gt=0, lt=1)
     without_before: Probability = Field(1.0, gt=0, description="prior scale when the snapshot has neither a baseline "
                                         "nor a change list: a regression against an earlier state cannot be shown")
+    before_from: list[str] = Field([], description="signals whose reading stands in for the before-state this cause "
+                                   "needs (an A/B against other software on the same hardware and load)")
 
 
 class RootCause(Entry):

@@ -577,6 +577,25 @@ def test_a_version_regression_needs_a_before_state(engine):
     assert prior == pytest.approx(0.2 * engine.priors(context)[engine.net.causes.index("software_version_regression")])
 
 
+def test_another_engine_on_the_same_load_stands_in_for_the_before_state(engine):
+    """lmdeploy issue 1608: one engine decodes a 200k-token prompt at twice another's ITL on the same GPU, with no
+    baseline or change list. The A/B across engines shows the slow engine's code is the difference, so a version
+    regression is not ranked down for a missing before-state; the other engine being as slow is a reading too."""
+    ctx = {"workload": "inference", "gpu": "H800", "nodes": 1, "gpus_per_node": 1}
+    now = {"itl_p50_s": 0.063, "prompt_tokens_mean": 204790, "requests_running": 1}
+    i = engine.net.causes.index("software_version_regression")
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "software_version_regression")
+    said = lambda d: any("neither a baseline nor a change list" in w and "software_version_regression" in w
+                         for w in d.warnings)
+    alone = _diagnose(engine, ctx, None, now)
+    other_fast = _diagnose(engine, ctx, None, {**now, "other_engine_same_load": True})
+    other_slow = _diagnose(engine, ctx, None, {**now, "other_engine_same_load": False})
+    assert said(alone) and not said(other_fast)
+    assert p(other_fast) > 3 * p(alone) and p(other_fast) > p(other_slow)
+    assert engine.priors(ctx, before_known=False, readings=frozenset({"other_engine_same_load"}))[i] == \
+        pytest.approx(engine.priors(ctx)[i])
+
+
 def test_an_idle_gpu_at_gen1_is_power_saving_not_a_degraded_link(engine):
     """nvidia-smi reports a lower current PCIe generation while the GPU is idle; only a busy GPU's reading counts."""
     context = {"workload": "training", "nodes": 1, "gpus_per_node": 2, "gpu": "H100-SXM"}

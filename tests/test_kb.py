@@ -107,6 +107,13 @@ def test_signal_without_probe_and_unknown_retest(kb_copy):
     assert "kb/signals/service.yaml: client_rtt_ms: no probe fills this signal" in msgs
 
 
+def test_before_from_must_name_a_signal(kb_copy):
+    path = kb_copy / "root_causes" / "software_version_regression.yaml"
+    path.write_text(path.read_text().replace("before_from: [other_engine_same_load]", "before_from: [other_engine_fast]"))
+    assert ("kb/root_causes/software_version_regression.yaml: software_version_regression: scope.before_from[0]: "
+            "unknown signal 'other_engine_fast'") in _messages(kb_copy)
+
+
 def test_mechanism_cannot_point_at_a_mechanism(kb_copy):
     mech = kb_copy / "mechanisms.yaml"
     mech.write_text(mech.read_text() + """- id: loop_a
