@@ -1387,3 +1387,17 @@ def test_clocks_down_on_an_idle_gpu_read_as_idle_power_state_not_load_throttling
         no_clocks = {k: v for k, v in now.items() if k != "sm_clock_mhz"}
         without = _diagnose(engine, {"workload": "inference", "nodes": 1, "gpus_per_node": 1}, base, no_clocks)
         assert p(d) > 2 * p(without)
+
+
+def test_calls_shrunk_against_the_baseline_point_at_the_layer_above(engine):
+    """An RL orchestrator that refills one group of 16 where it used to hand vLLM 512 (verl issue 1663 sends
+    rollouts one after another): the calls shrank, so batching underutilization gains. Calls of 400 against 512
+    are not half, and a call size with no baseline shows no change."""
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "batching_underutilization")
+    shrunk = _diagnose(engine, SERVING, {"engine_call_batch": 512}, {"engine_call_batch": 16})
+    kept = _diagnose(engine, SERVING, {"engine_call_batch": 512}, {"engine_call_batch": 400})
+    unknown = _diagnose(engine, SERVING, {}, {"engine_call_batch": 16})
+    assert shrunk.observations["engine_calls_shrunk"].present
+    assert kept.observations["engine_calls_shrunk"].present is False
+    assert "engine_calls_shrunk" not in unknown.observations
+    assert p(shrunk) > 2 * p(kept)
