@@ -1401,3 +1401,16 @@ def test_calls_shrunk_against_the_baseline_point_at_the_layer_above(engine):
     assert kept.observations["engine_calls_shrunk"].present is False
     assert "engine_calls_shrunk" not in unknown.observations
     assert p(shrunk) > 2 * p(kept)
+
+
+def test_an_rl_step_that_waits_for_a_starved_rollout_engine_points_at_batching(engine):
+    """RL post-training with rollouts (TRL issue 246: 256 samples took 176 s at batch 1 and 12 s at batch 16): a
+    step several times slower gains batching underutilization when the job generates, and says nothing of it
+    in plain training, where batching is out of scope (its prior is cut)."""
+    p = lambda d: next((h.probability for h in d.hypotheses if h.id == "batching_underutilization"), 0.0)
+    rollouts = {"workload": "training", "rollouts": True, "gpu": "H100-SXM", "nodes": 1, "gpus_per_node": 8}
+    slow = _diagnose(engine, rollouts, {"step_time_s": 90}, {"step_time_s": 900})
+    steady = _diagnose(engine, rollouts, {"step_time_s": 90}, {"step_time_s": 92})
+    plain = _diagnose(engine, {**rollouts, "rollouts": False}, {"step_time_s": 90}, {"step_time_s": 900})
+    assert p(slow) > 1.5 * p(steady)
+    assert p(plain) < p(slow) / 10
