@@ -596,6 +596,21 @@ def test_another_engine_on_the_same_load_stands_in_for_the_before_state(engine):
         pytest.approx(engine.priors(ctx)[i])
 
 
+def test_another_training_framework_fast_on_the_same_load_points_at_settings(engine):
+    """tinker-cloud PR 33: one trainer ran a Qwen3-8B stream at 103 s/step, one sample per micro-batch, where verl
+    ran it in 23.7 s. With no baseline, the other framework's run is the comparison: a training setting is not
+    ranked down for a missing before-state, and the fast framework raises it."""
+    ctx = {"workload": "training", "gpu": "H200", "nodes": 1, "gpus_per_node": 2, "tp": 2}
+    now = {"step_time_s": 103, "micro_batch_size": 1}
+    i = engine.net.causes.index("training_config_regression")
+    p = lambda d: next(h.probability for h in d.hypotheses if h.id == "training_config_regression")
+    alone = _diagnose(engine, ctx, None, now)
+    other_fast = _diagnose(engine, ctx, None, {**now, "other_engine_same_load": True})
+    assert p(other_fast) > 2 * p(alone)
+    assert engine.priors(ctx, before_known=False, readings=frozenset({"other_engine_same_load"}))[i] == \
+        pytest.approx(engine.priors(ctx)[i])
+
+
 def test_an_idle_gpu_at_gen1_is_power_saving_not_a_degraded_link(engine):
     """nvidia-smi reports a lower current PCIe generation while the GPU is idle; only a busy GPU's reading counts."""
     context = {"workload": "training", "nodes": 1, "gpus_per_node": 2, "gpu": "H100-SXM"}
