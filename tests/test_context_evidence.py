@@ -1051,6 +1051,10 @@ READINGS = {
     # the router sends the hottest expert three times the mean load; expert-parallel steps wait for its rank
     "expert_load_skewed": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0},
                            {"step_time_s": 1.5, "comm_time_frac": 0.4}, "expert_load_imbalance", 3.0, 1.1, "load_imbalance", 2),
+    # a served MoE's busiest expert-parallel rank carries 1.5x the mean (under the 2x bar): that rank paces every MoE layer
+    "expert_load_uneven": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "sglang"}, None,
+                           {"output_tokens_per_s": 1000}, {"output_tokens_per_s": 800}, "expert_load_imbalance", 1.5, 1.1,
+                           "load_imbalance", 1.5),
     # decode 40% slower; setting the power limit back to rated brought it back
     "clock_power_raise_restored_speed": ({"workload": "inference", "gpus": 1, "engine": "vllm"}, None,
                                          {"output_tokens_per_s": 100}, {"output_tokens_per_s": 60},
