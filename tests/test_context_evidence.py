@@ -1041,6 +1041,11 @@ READINGS = {
     # ITL up 50% after the deployment went from one GPU to TP=2
     "tp_raised": ({"workload": "inference", "nodes": 1, "gpus_per_node": 8, "engine": "vllm"}, None,
                   {"itl_p50_s": 0.02, "tp_size": 1}, {"itl_p50_s": 0.03}, "tp_size", 2, 1, "tensor_parallel_comm", 3),
+    # throughput down 30% after the draft length went from 2 to 4 tokens per verify step, acceptance 0.65 -> 0.55
+    "draft_tokens_raised": ({"workload": "inference", "gpus": 1, "engine": "vllm", "client_concurrency": 8}, None,
+                            {"output_tokens_per_s": 300, "spec_decode_acceptance_rate": 0.65, "spec_draft_tokens": 2},
+                            {"output_tokens_per_s": 210, "spec_decode_acceptance_rate": 0.55}, "spec_draft_tokens", 4, 2,
+                            "speculative_decoding_regression", 2),
     # steps 50% slower after the run went from no pipeline to four stages
     "pp_raised": ({"workload": "training", "nodes": 4, "gpus_per_node": 8}, None, {"step_time_s": 1.0, "pp_size": 1},
                   {"step_time_s": 1.5}, "pp_size", 4, 1, "training_config_regression", 2),
