@@ -109,7 +109,7 @@ class Hardware(Entry):
 def normalize(name: str) -> str:
     """Loose form of a GPU or link name: lower case, no vendor words, no spaces, hyphens or underscores."""
     s = name.lower()
-    for word in ("nvidia", "tesla", "amd", "instinct"):
+    for word in ("nvidia", "geforce", "tesla", "amd", "instinct"):
         s = s.replace(word, "")
     return re.sub(r"[\s\-_]+", "", s)
 
@@ -176,7 +176,35 @@ def match_gpu(name: str, hardware: Hardware | None = None) -> GpuSpec | None:
     if not name or not name.strip():
         return None
     hw = hardware or load_hardware()
+    return _match_gpu_name(name, hw) or _match_gpu_without_remarks(name, hw)
+
+
+def _match_gpu_name(name: str, hw: Hardware) -> GpuSpec | None:
     return _match(name, hw.gpus, lambda g: g.names, lambda g: [g.id, *g.aliases])
+
+
+REMARK = re.compile(r"\(([^)]*)\)")
+MEMORY_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*gb\b", re.I)
+FORM_FACTORS = ("pcie", "sxm", "nvl", "laptop", "mobile", "max-q")   # the same chip name on another board
+
+
+def _match_gpu_without_remarks(name: str, hw: Hardware) -> GpuSpec | None:
+    """A name with what people add to it ('GB10 (DGX Spark, 128 GB unified memory)', 'RTX 5070 Ti 16GB'): the GPU
+    the name means without its parentheses and memory size, if the size it states is that GPU's. A form factor in
+    the remark ('V100 (PCIe, no NVLink)') must match as well; a size that differs (a 22 GB modded 2080 Ti) is
+    another card, so no match."""
+    base = MEMORY_SIZE.sub(" ", REMARK.sub(" ", name)).strip()
+    if not base or base == name.strip():
+        return None
+    remark = " ".join(REMARK.findall(name)).lower()
+    stated = [float(x) for x in MEMORY_SIZE.findall(name)]
+    forms = [f for f in FORM_FACTORS if f in remark]
+    stems = [f"{base} {f}" for f in forms] or [base]
+    tries = [f"{stem} {gb:g}GB" for stem in stems for gb in stated] + stems
+    gpu = next((g for g in (_match_gpu_name(t, hw) for t in tries) if g), None)
+    if gpu is None or (stated and all(abs(gb - gpu.hbm_gb) > 0.5 for gb in stated)):
+        return None
+    return gpu
 
 
 def match_interconnect(name: str, hardware: Hardware | None = None) -> Interconnect | None:

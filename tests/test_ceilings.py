@@ -113,6 +113,25 @@ def test_match_gpu_unknown(name):
     assert match_gpu(name) is None
 
 
+@pytest.mark.parametrize("name, gpu_id", [
+    ("GB10 (DGX Spark, 128 GB unified memory)", "gb10"),      # a remark in parentheses, its size agrees
+    ("NVIDIA GeForce RTX 5060 Ti 16GB", "rtx_5060_ti_16gb"),  # nvidia-smi name plus the size people add
+    ("RTX 3090 (24 GB)", "rtx_3090"),
+    ("A100 (40GB)", "a100_sxm4_40gb"),                       # the size in the remark picks the variant
+    ("A100 (80GB PCIe)", "a100_pcie_80gb"),
+    ("V100 (PCIe, no NVLink)", "v100_pcie_16gb"),            # a form factor in the remark counts, not bare V100
+    ("H100 (SXM5)", "h100_sxm"),
+    # another card than the catalog's, or not enough to tell which: unknown rather than a wrong spec sheet
+    ("NVIDIA GeForce RTX 3090 (48 GB modded)", None),
+    ("RTX 3090 48GB", None),
+    ("A100 (SXM)", None),
+    ("V100 (16GB)", None),
+])
+def test_match_gpu_with_remarks(name, gpu_id):
+    gpu = match_gpu(name)
+    assert (gpu.id if gpu else None) == gpu_id
+
+
 def test_match_interconnect():
     assert match_interconnect("NDR").gb_s == 50          # 400 Gb/s / 8
     assert match_interconnect("IB HDR").gb_s == 25       # 200 Gb/s / 8
