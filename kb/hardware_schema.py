@@ -226,17 +226,28 @@ GGUF_QUANT = re.compile(r"[-_.:](i?q([2-8])_(?:k(?:_[sml])?|[01]|xxs|xs|s|m|nl))
 def model_key(name: str) -> tuple[str, str | None]:
     """The shape-identifying part of a model name, and the weight format its quantization tag implies.
     'Qwen/Qwen2.5-7B-Instruct-AWQ' -> ('qwen2.57b', 'int4'); 'llama3.1:8b' -> ('llama3.18b', None)."""
-    s = name.strip().lower().rsplit("/", 1)[-1]
-    dtype = None
+    s = name.strip().lower()
+    remark = " ".join(REMARK.findall(s))            # 'Llama-3.3-70B-Instruct (4-bit)', 'llama3:70b (Q4, 41 GB)'
+    s = REMARK.sub(" ", s).strip().rsplit("/", 1)[-1]
+    dtype = _remark_dtype(remark)
     gguf = GGUF_QUANT.search(s)
     if gguf:
-        dtype = "int8" if gguf.group(2) == "8" else "int4"
+        dtype = dtype or ("int8" if gguf.group(2) == "8" else "int4")
         s = s[:gguf.start()]
     words = [w for w in re.split(r"[\s\-_:]+", s) if w]
     while words and (words[-1] in TUNING_WORDS or words[-1] in QUANT_WORDS):
         word = words.pop()
         dtype = dtype or QUANT_WORDS.get(word)
     return "".join(words), dtype
+
+
+def _remark_dtype(remark: str) -> str | None:
+    """The weight format a remark beside a model name gives ('4-bit', 'Q4', 'INT4', 'fp8'), or None."""
+    for word in re.split(r"[\s,;/]+", remark.replace("-", "")):
+        gguf = re.fullmatch(r"i?q([2-8])(?:_\w+)?", word)
+        if word in QUANT_WORDS or gguf:
+            return QUANT_WORDS.get(word) or ("int8" if gguf.group(1) == "8" else "int4")
+    return None
 
 
 def match_model(name: str, hardware: Hardware | None = None) -> tuple[ModelShape | None, str | None]:

@@ -443,6 +443,10 @@ def test_a_catalog_entry_agrees_with_the_config_file_it_was_read_from():
     ("gpt-oss:20b", "gpt_oss_20b", None),
     ("deepseek-ai/DeepSeek-R1", "deepseek_v3", None),
     ("Qwen3-30B-A3B", "qwen3_30b_a3b", None),
+    ("Llama-3.3-70B-Instruct (4-bit)", "llama_3_70b", "int4"),   # a remark in parentheses gives the format
+    ("llama3:70b (Q4, 41 GB)", "llama_3_70b", "int4"),
+    ("Qwen3-30B-A3B (FP8)", "qwen3_30b_a3b", "fp8"),
+    ("Qwen/Qwen3-8B (bf16)", "qwen3_8b", None),                  # the default format names no quantization
 ])
 def test_match_model(name, model_id, dtype):
     shape, tag = match_model(name)
