@@ -9,8 +9,9 @@ fraction_of_ceiling is always "how close to the limit": observed/ceiling for rat
 floor/observed for time floors (for the training step that is MFU).
 
 Inputs. context: gpu, model {params_b, active_params_b, experts, experts_per_token, layers, hidden_size,
-attention_heads, kv_heads, head_dim, kv_latent_dim, weight_dtype, kv_dtype} or model_params_b or model_config
-(a Hugging Face config.json: dense, Mixtral / Qwen-MoE / DeepSeek / gpt-oss mixture-of-experts, MLA attention),
+attention_heads, kv_heads, head_dim, kv_latent_dim, window_layers, window_tokens, weight_dtype, kv_dtype} or
+model_params_b or model_config (a Hugging Face config.json: dense, Mixtral / Qwen-MoE / DeepSeek / gpt-oss
+mixture-of-experts, MLA attention, sliding-window layers as in Mistral 7B v0.1, Gemma 2 and 3, gpt-oss),
 tp, pp, gpus_per_replica, replicas, gpu_memory_utilization, gpus, tokens_per_step or global_batch_size and
 seq_len, interconnect, gpus_per_node, allreduce {n, message_bytes, link, link_gb_s}.
 signals: {signal_id: number or {entity: number}}. A plain number for a serving signal is read as one
@@ -30,7 +31,8 @@ DTYPE_BYTES = {
     "int4": 0.5, "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5,
 }
 MODEL_KEYS = ("name", "params_b", "active_params_b", "experts", "experts_per_token", "layers", "hidden_size",
-              "attention_heads", "kv_heads", "head_dim", "kv_latent_dim", "weight_dtype", "kv_dtype")
+              "attention_heads", "kv_heads", "head_dim", "kv_latent_dim", "window_layers", "window_tokens",
+              "weight_dtype", "kv_dtype")
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")   # Mixtral/gpt-oss, Qwen, DeepSeek
 EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token")
 
@@ -61,6 +63,8 @@ class ModelFacts:
     kv_heads: float | None = None
     head_dim: float | None = None
     kv_latent_dim: float | None = None       # MLA: compressed KV plus decoupled RoPE key, cached per token and layer
+    window_layers: float | None = None       # layers that attend to (and cache) only the last window_tokens tokens
+    window_tokens: float | None = None
     weight_bytes_per_param: float = 2
     kv_bytes_per_elem: float = 2
     notes: list[str] = field(default_factory=list)
@@ -92,6 +96,19 @@ class ModelFacts:
         if None in (self.layers, self.kv_heads, self.head_dim):
             return None
         return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_bytes_per_elem
+
+    @property
+    def has_window(self) -> bool:
+        return bool(self.window_layers and self.window_tokens and self.layers)
+
+    def kv_bytes_at(self, ctx: float) -> float | None:
+        """KV bytes per token of a sequence ctx tokens long: a sliding-window layer caches at most window_tokens,
+        so past the window its share of the cache stops growing (kv_bytes_per_token is the cost of every layer)."""
+        full = self.kv_bytes_per_token
+        if full is None or not self.has_window or ctx <= self.window_tokens:
+            return full
+        kept = self.layers - self.window_layers + self.window_layers * self.window_tokens / ctx
+        return full * kept / self.layers
 
 
 # ---------------------------------------------------------------- small helpers
@@ -188,6 +205,7 @@ def facts_from_config(cfg: dict, shown: str) -> tuple[dict, list[str]]:
         "weight_dtype": _config_weight_dtype(cfg),
     }
     notes = []
+    facts.update(_sliding_window(cfg, facts["layers"]))
     if cfg.get("kv_lora_rank"):   # MLA caches one latent vector and one RoPE key per token and layer
         facts.update(kv_heads=None, head_dim=None,
                      kv_latent_dim=cfg["kv_lora_rank"] + (cfg.get("qk_rope_head_dim") or 0))
@@ -223,6 +241,31 @@ def _attention_params(cfg: dict) -> int:
     kv_heads = cfg.get("num_key_value_heads") or heads
     head_dim = cfg.get("head_dim") or h // heads
     return h * heads * head_dim * 2 + h * kv_heads * head_dim * 2   # q and o, k and v
+
+
+# Every Nth layer attends to the whole sequence, the rest to a sliding window, where a config names no layer_types:
+# transformers' defaults for Gemma 2 (local and global alternate, arXiv:2408.00118), gpt-oss (alternating) and
+# Gemma 3 (sliding_window_pattern 6).
+GLOBAL_EVERY = {"gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6}
+
+
+def _sliding_window(cfg: dict, layers) -> dict:
+    """How many layers attend to a sliding window, and its length: from layer_types (newer configs),
+    sliding_window_pattern, Qwen2's max_window_layers, the model type's default pattern, or else a window on every
+    layer (Mistral 7B v0.1). {} where the config sets no window or switches it off (Qwen2: use_sliding_window false)."""
+    window = cfg.get("sliding_window")
+    if not window or not layers or cfg.get("use_sliding_window") is False:
+        return {}
+    every = cfg.get("sliding_window_pattern") or GLOBAL_EVERY.get(cfg.get("model_type"))
+    if cfg.get("layer_types"):
+        windowed = sum(t == "sliding_attention" for t in cfg["layer_types"])
+    elif cfg.get("use_sliding_window") and cfg.get("max_window_layers") is not None:   # Qwen2: layers from there on
+        windowed = max(0, layers - cfg["max_window_layers"])
+    elif every:
+        windowed = layers - layers // every
+    else:
+        windowed = layers
+    return {"window_layers": windowed, "window_tokens": window} if windowed else {}
 
 
 def _is_moe_layer(cfg: dict, i: int) -> bool:
@@ -340,6 +383,10 @@ def kv_per_token_ceiling(m: ModelFacts) -> Ceiling:
                    f"{m.kv_bytes_per_elem:g} bytes = {_f(value)} bytes/token")
         inputs = {"layers": m.layers, "kv_heads": m.kv_heads, "head_dim": m.head_dim,
                   "kv_bytes_per_elem": m.kv_bytes_per_elem}
+    if m.has_window:
+        formula += (f"; up to {_f(m.window_tokens)} tokens long: {m.window_layers:g} of the {m.layers:g} layers "
+                    f"keep only the last {_f(m.window_tokens)} tokens, so longer sequences cost less per token")
+        inputs.update(window_layers=m.window_layers, window_tokens=m.window_tokens)
     return Ceiling("kv_bytes_per_token", "KV-cache bytes per token", value, "bytes/token", formula, inputs)
 
 
@@ -364,16 +411,19 @@ def decode_ceiling(m: ModelFacts, gpu: GpuSpec, gpus: float, batch: float, ctx: 
                    observed: float | None) -> Ceiling:
     """Memory-bound decode: each step reads the weights once and every running sequence's KV cache."""
     weights, how = decode_weight_bytes(m, batch)
-    kv = batch * ctx * m.kv_bytes_per_token
+    per_token = m.kv_bytes_at(ctx)
+    kv = batch * ctx * per_token
     step = (weights + kv) / (gpu.hbm_bw_bytes_s * gpus)
     value = batch / step
+    window = (f" (at this length: {m.window_layers:g} of {m.layers:g} layers keep only {_f(m.window_tokens)} tokens)"
+              if per_token != m.kv_bytes_per_token else "")
     return Ceiling(
         "decode_tokens_per_s", "Decode throughput ceiling per replica (HBM bandwidth)", value, "tokens/s",
-        f"step >= (weights {_gb(weights)}{how} + {batch:g} seqs * {_f(ctx)} tokens * {_f(m.kv_bytes_per_token)} B "
+        f"step >= (weights {_gb(weights)}{how} + {batch:g} seqs * {_f(ctx)} tokens * {_f(per_token)} B{window} "
         f"= {_gb(weights + kv)}) / ({gpu.hbm_bw_tb_s:g} TB/s * {gpus:g} GPUs) = {step * 1e3:.4g} ms; "
         f"{batch:g} / {step:.4g} s = {_f(value)} tokens/s",
         {"weight_bytes_read": weights, "batch": batch, "context_tokens": ctx,
-         "kv_bytes_per_token": m.kv_bytes_per_token, "hbm_bw_tb_s": gpu.hbm_bw_tb_s, "gpus_per_replica": gpus,
+         "kv_bytes_per_token": per_token, "hbm_bw_tb_s": gpu.hbm_bw_tb_s, "gpus_per_replica": gpus,
          "step_floor_s": step},
         observed, _fraction(observed, value))
 
@@ -565,7 +615,11 @@ def _serving(m, gpu, gpus, context, signals, warnings) -> list[Ceiling]:
         warnings.append(f"prefill_tokens_per_s skipped: no citable 16-bit tensor peak for {gpu.title}")
     else:
         out.append(prefill_ceiling(m, gpu, gpus, prefill_obs))
-    if m.kv_bytes_per_token is not None and m.weight_bytes is not None and "kv_cache_capacity_tokens" not in signals:
+    if m.has_window and "kv_cache_capacity_tokens" not in signals:
+        warnings.append(f"kv_capacity_tokens skipped: {m.window_layers:g} of {m.layers:g} layers keep only the last "
+                        f"{_f(m.window_tokens)} tokens, so the tokens that fit depend on each sequence's length; give "
+                        "kv_cache_capacity_tokens (the engine's start-up log)")
+    elif m.kv_bytes_per_token is not None and m.weight_bytes is not None and "kv_cache_capacity_tokens" not in signals:
         util = _opt(context, "gpu_memory_utilization") or 0.9
         cap = kv_capacity_ceiling(m, gpu, gpus, util, _kv_in_use(signals))
         (warnings.append(cap) if isinstance(cap, str) else out.append(cap))

@@ -323,6 +323,39 @@ def test_hf_moe_configs_count_total_and_active_params(name, total_b, active_b):
     assert facts["active_params_b"] == pytest.approx(active_b, rel=0.02)
 
 
+@pytest.mark.parametrize("extra, windowed", [
+    ({}, 18),                                                          # gpt_oss: local and global alternate
+    ({"layer_types": ["sliding_attention", "full_attention", "full_attention"] * 12}, 12),   # layer_types win
+    ({"model_type": "mistral"}, 36),                                   # a window and no pattern: every layer
+    ({"sliding_window_pattern": 6}, 30),                               # Gemma 3: every 6th layer is global
+    ({"use_sliding_window": False}, None),                             # Qwen2 sets a window it does not use
+    ({"sliding_window": None}, None),
+])
+def test_sliding_window_layers_from_config(extra, windowed):
+    cfg = {**json.loads((CONFIGS / "gpt-oss-120b.json").read_text()), **extra}   # 36 layers, 128-token window
+    facts, _ = facts_from_config(cfg, "config.json")
+    assert facts.get("window_layers") == windowed
+
+
+def test_sliding_window_layers_cache_less_past_the_window():
+    """gpt-oss-120b: 18 of 36 layers keep 128 tokens, so an 8k-token decode reads about half the full KV, while
+    the capacity in tokens depends on sequence length and is left to the engine's own report."""
+    load = {"requests_running": 8, "prompt_tokens_mean": 8000, "output_tokens_mean": 384, "output_tokens_per_s": 400}
+    c, warnings = compute_ceilings({"gpu": H100, "model_config": str(CONFIGS / "gpt-oss-120b.json")}, load)
+    full = 2 * 36 * 8 * 64 * 2                                         # K and V, 36 layers, 8 kv heads, head_dim 64
+    assert by_id(c)["kv_bytes_per_token"].value == full
+    at_8k = by_id(c)["decode_tokens_per_s"].inputs["kv_bytes_per_token"]
+    assert at_8k == pytest.approx(full * (18 + 18 * 128 / 8192) / 36)
+    assert "kv_capacity_tokens" not in by_id(c)
+    assert any(w.startswith("kv_capacity_tokens skipped: 18 of 36 layers keep only the last 128 tokens") for w in warnings)
+    short = {**load, "prompt_tokens_mean": 64, "output_tokens_mean": 64}   # inside the window every layer counts
+    assert by_id(compute_ceilings({"gpu": H100, "model_config": str(CONFIGS / "gpt-oss-120b.json")}, short)[0])[
+        "decode_tokens_per_s"].inputs["kv_bytes_per_token"] == full
+    reported = {**load, "kv_cache_capacity_tokens": 500_000}           # the engine's own figure is used as given
+    assert by_id(compute_ceilings({"gpu": H100, "model_config": str(CONFIGS / "gpt-oss-120b.json")}, reported)[0])[
+        "kv_capacity_tokens"].value == 500_000
+
+
 def test_mla_kv_cache_is_the_latent_not_per_head_keys_and_values():
     facts, _ = read_hf_config(str(CONFIGS / "deepseek-v3.json"))
     assert facts["kv_latent_dim"] == 576   # kv_lora_rank 512 + qk_rope_head_dim 64
