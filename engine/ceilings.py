@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfdoctor.errors import InputError
-from perfdoctor.kb.hardware_schema import GpuSpec, Hardware, load_hardware, match_gpu, match_interconnect, match_model
+from perfdoctor.kb.hardware_schema import (GpuSpec, Hardware, gpus_named_like, load_hardware, match_gpu,
+                                           match_interconnect, match_model)
 from perfdoctor.yamlio import load_file
 
 DTYPE_BYTES = {
@@ -575,7 +576,10 @@ def _gpu(context: dict, hardware: Hardware, warnings: list) -> GpuSpec | None:
         return None
     gpu = match_gpu(str(name), hardware)
     if gpu is None:
-        warnings.append(f"unknown GPU {name!r}: ceilings that need its specs are skipped")
+        alike = gpus_named_like(str(name), hardware)
+        which = (f"; it could be {', '.join(g.title for g in alike)}: give the name nvidia-smi prints"
+                 if 1 < len(alike) <= 6 else "")
+        warnings.append(f"unknown GPU {name!r}: ceilings that need its specs are skipped{which}")
     return gpu
 
 

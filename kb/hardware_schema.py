@@ -179,6 +179,13 @@ def match_gpu(name: str, hardware: Hardware | None = None) -> GpuSpec | None:
     return _match_gpu_name(name, hw) or _match_gpu_without_remarks(name, hw)
 
 
+def gpus_named_like(name: str, hardware: Hardware | None = None) -> list[GpuSpec]:
+    """Catalog GPUs whose name or alias begins with this name's loose form: 'A100' -> the four A100 boards."""
+    key = normalize(name)
+    hw = hardware or load_hardware()
+    return [g for g in hw.gpus if key and any(normalize(s).startswith(key) for s in [*g.names, *g.aliases])]
+
+
 def _match_gpu_name(name: str, hw: Hardware) -> GpuSpec | None:
     return _match(name, hw.gpus, lambda g: g.names, lambda g: [g.id, *g.aliases])
 

@@ -412,6 +412,14 @@ def test_unknown_gpu_warns_and_skips_what_needs_specs():
     assert set(by_id(c)) == {"weight_bytes", "kv_bytes_per_token"}   # these need no GPU
 
 
+def test_ambiguous_gpu_name_lists_the_boards_it_could_be():
+    _, warnings = compute_ceilings({"gpu": "A100", "model": MODEL_13B}, {})
+    (warning,) = [w for w in warnings if w.startswith("unknown GPU 'A100'")]
+    for title in ("A100 40GB SXM4", "A100 80GB SXM4", "A100 80GB PCIe", "A100 40GB PCIe"):
+        assert title in warning
+    assert warning.endswith("give the name nvidia-smi prints")
+
+
 def test_missing_inputs_are_named():
     c, warnings = compute_ceilings({"gpu": H100, "model": {"params_b": 13}}, {"requests_running": 4})
     assert "kv_bytes_per_token skipped: missing model layers, model kv_heads, model head_dim" in warnings
